@@ -1,0 +1,42 @@
+# The two commands of the README. Each creates .venv if missing, installs icml26 with the CI constraints
+# (torch==2.13.0, the local CPU wheel), then runs. Re-installs only when pyproject.toml or the constraints change.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+EXTRAS ?= all,test,dev
+STAMP := $(VENV)/.installed-$(EXTRAS)
+# Packages that must be installed without their declared dependencies (added by the papers that need them).
+NODEPS_PACKAGES ?=
+PROFILE ?= quick
+OUT ?= results
+
+.PHONY: install test reproduce lint format clean
+
+$(STAMP): pyproject.toml ci/constraints.txt Makefile
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c ci/constraints.txt -e '.[$(EXTRAS)]'
+	@if [ -n "$(strip $(NODEPS_PACKAGES))" ]; then \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps $(NODEPS_PACKAGES); fi
+	@touch $@
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest
+
+reproduce: install
+	$(BIN)/icml26 reproduce --profile $(PROFILE) --out $(OUT)
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

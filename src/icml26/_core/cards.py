@@ -1,0 +1,307 @@
+"""Result cards: the JSON record of one claim measured at one profile.
+
+A card holds the claim as stated, the resolved config and its hash, every cell's per-method metrics, per-method
+summaries (overall and per setting), the paired comparison against each baseline, the verdict computed by
+:mod:`icml26._core.verdict`, the artifacts (plot, CSV), runtime and provenance. Cards are validated against
+:data:`CARD_SCHEMA` when written and when read, so a report never renders a malformed card.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from icml26._core.claims import PROFILES, Claim, PaperCard
+from icml26._core.io import stable_hash
+from icml26._core.stats import compare
+from icml26._core.verdict import VERDICTS, Verdict, combine, judge
+
+__all__ = ["CARD_SCHEMA", "SCHEMA_VERSION", "CardError", "build_card", "card_fingerprint", "validate_card"]
+
+SCHEMA_VERSION = 1
+
+
+class CardError(ValueError):
+    """A result card that does not satisfy the schema."""
+
+
+_num = {"type": ["number", "null"]}
+_stat = {
+    "type": "object",
+    "required": ["mean", "std", "n"],
+    "properties": {"mean": _num, "std": _num, "n": {"type": "integer", "minimum": 0}},
+}
+_method_stats = {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _stat}}
+
+CARD_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "icml26 result card",
+    "type": "object",
+    "required": [
+        "schema_version",
+        "paper",
+        "claim",
+        "profile",
+        "status",
+        "config",
+        "config_hash",
+        "seeds",
+        "cells",
+        "metrics",
+        "by_setting",
+        "comparisons",
+        "verdict",
+        "verdict_reason",
+        "summary",
+        "paper_figure",
+        "artifacts",
+        "runtime_s",
+        "provenance",
+    ],
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "paper": {
+            "type": "object",
+            "required": ["slug", "title", "group", "api", "extra"],
+            "properties": {k: {"type": "string"} for k in ("slug", "title", "group", "api", "extra")},
+        },
+        "claim": {
+            "type": "object",
+            "required": [
+                "id",
+                "statement",
+                "metric",
+                "direction",
+                "test",
+                "method",
+                "baselines",
+                "min_effect",
+            ],
+            "properties": {
+                "id": {"type": "string"},
+                "direction": {"enum": ["higher", "lower"]},
+                "test": {"enum": ["superiority", "noninferiority", "equivalence"]},
+                "baselines": {"type": "array", "items": {"type": "string"}},
+                "min_effect": {"type": "number", "minimum": 0},
+            },
+        },
+        "profile": {"enum": list(PROFILES)},
+        "status": {"enum": ["ok", "partial", "error"]},
+        "config": {"type": "object"},
+        "config_hash": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+        "seeds": {"type": "array", "items": {"type": "integer"}},
+        "cells": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["key", "setting", "seed", "status"],
+                "properties": {
+                    "status": {"enum": ["ok", "error"]},
+                    "metrics": {"type": "object", "additionalProperties": {"type": "object"}},
+                    "error": {"type": ["string", "null"]},
+                },
+            },
+        },
+        "metrics": _method_stats,
+        "by_setting": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["setting", "metrics"],
+                "properties": {"metrics": _method_stats},
+            },
+        },
+        "comparisons": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "baseline",
+                    "metric",
+                    "n",
+                    "effect",
+                    "ci_low",
+                    "ci_high",
+                    "wins",
+                    "verdict",
+                    "reason",
+                ],
+                "properties": {"verdict": {"enum": list(VERDICTS)}, "n": {"type": "integer"}},
+            },
+        },
+        "verdict": {"enum": list(VERDICTS)},
+        "verdict_reason": {"type": "string"},
+        "summary": {"type": "string"},
+        "paper_figure": {"type": ["string", "null"]},
+        "artifacts": {"type": "object", "additionalProperties": {"type": "string"}},
+        "runtime_s": {"type": "number", "minimum": 0},
+        "provenance": {"type": "object", "required": ["icml26", "python", "numpy"]},
+    },
+}
+
+
+def validate_card(card: Mapping[str, Any]) -> None:
+    """Raise :class:`CardError` (one line: where and what) if ``card`` does not satisfy :data:`CARD_SCHEMA`."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(CARD_SCHEMA)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(card))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        raise CardError(f"invalid result card at {where}: {error.message}")
+
+
+_VOLATILE = ("runtime_s", "provenance")
+
+
+def card_fingerprint(card: Mapping[str, Any]) -> str:
+    """Hash of a card without what legitimately differs between identical runs (timings, provenance)."""
+    stripped = {k: v for k, v in card.items() if k not in _VOLATILE}
+    stripped["cells"] = [{k: v for k, v in c.items() if k != "runtime_s"} for c in card["cells"]]
+    return stable_hash(stripped, length=64)
+
+
+def _stats(values: Sequence[float]) -> dict[str, Any]:
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": float(x.mean()), "std": float(x.std(ddof=1)) if x.size > 1 else 0.0, "n": int(x.size)}
+
+
+def _summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """{method: {metric: {mean, std, n}}} over the given successful cells."""
+    values: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        for method, metrics in r["metrics"].items():
+            for metric, v in metrics.items():
+                values.setdefault(method, {}).setdefault(metric, []).append(v)
+    return {m: {k: _stats(v) for k, v in ms.items()} for m, ms in values.items()}
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
+
+
+def build_card(
+    paper: PaperCard,
+    claim: Claim,
+    profile: str,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    seeds: Sequence[int],
+    runtime_s: float,
+    provenance: Mapping[str, Any],
+    artifacts: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Assemble (and validate) the card of ``claim`` from its cell records, in the plan's order."""
+    ok = [r for r in records if r["status"] == "ok"]
+    failed = [r for r in records if r["status"] != "ok"]
+    prof = claim.profiles[profile]
+    config = {
+        "profile": profile,
+        "settings": [dict(s) for s in prof.settings],
+        "seeds": list(seeds),
+        "claim": claim.describe(),
+    }
+
+    comparisons: list[dict[str, Any]] = []
+    verdicts: list[Verdict] = []
+    method_values = [r["metrics"][claim.method][claim.metric] for r in ok]
+    targets: list[tuple[str, list[float]]] = (
+        [(b, [r["metrics"][b][claim.metric] for r in ok]) for b in claim.baselines]
+        if claim.baselines
+        else [(f"reference {claim.reference:g}", [float(claim.reference or 0.0)] * len(ok))]
+    )
+    for name, base_values in targets:
+        boot_seed = int(stable_hash([paper.slug, claim.id, profile, name]), 16) % 2**32
+        comp = compare(
+            method_values,
+            base_values,
+            baseline_name=name,
+            metric=claim.metric,
+            direction=claim.direction,
+            relative=claim.relative,
+            seed=boot_seed,
+        )
+        verdict, reason = judge(
+            comp,
+            test=claim.test,
+            min_effect=claim.min_effect,
+            min_pairs=claim.min_pairs,
+            deterministic=claim.deterministic,
+        )
+        verdicts.append(verdict)
+        comparisons.append({**comp.to_dict(), "verdict": verdict, "reason": reason})
+
+    verdict = combine(verdicts)
+    reasons = [f"vs {c['baseline']}: {c['reason']}" for c in comparisons]
+    if failed:
+        verdict = "inconclusive"
+        first = failed[0].get("error") or {}
+        reasons.insert(0, f"{len(failed)} of {len(records)} cells failed (first: {first.get('message', '?')})")
+    status = "ok" if not failed else ("partial" if ok else "error")
+
+    settings_keys = list(dict.fromkeys(_setting_key(r) for r in records))
+    by_setting = []
+    for key in settings_keys:
+        rs = [r for r in ok if _setting_key(r) == key]
+        setting = next(r["spec"]["setting"] for r in records if _setting_key(r) == key)
+        by_setting.append({"setting": setting, "metrics": _summarise(rs)})
+
+    metrics = _summarise(ok)
+    if comparisons and ok:
+        parts = [
+            f"{claim.method} {_fmt(comparisons[0]['method_mean'])}{claim.unit}"
+            + "".join(f" vs {c['baseline']} {_fmt(c['baseline_mean'])}{claim.unit}" for c in comparisons),
+            "; ".join(
+                f"effect {_fmt(c['effect'])} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}], wins {c['wins']}/{c['n']}"
+                for c in comparisons
+            ),
+        ]
+        summary = f"{claim.metric}: " + "; ".join(parts)
+    else:
+        summary = "no successful cells"
+
+    card: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "paper": {k: v for k, v in paper.describe().items() if k != "status"},
+        "claim": claim.describe(),
+        "profile": profile,
+        "status": status,
+        "config": config,
+        "config_hash": stable_hash(config),
+        "seeds": list(seeds),
+        "cells": [_cell_entry(r) for r in records],
+        "metrics": metrics,
+        "by_setting": by_setting,
+        "comparisons": comparisons,
+        "verdict": verdict,
+        "verdict_reason": "; ".join(reasons),
+        "summary": summary,
+        "paper_figure": claim.paper_figure,
+        "artifacts": dict(artifacts or {}),
+        "runtime_s": float(runtime_s),
+        "provenance": dict(provenance),
+    }
+    validate_card(card)
+    return card
+
+
+def _setting_key(record: Mapping[str, Any]) -> str:
+    return stable_hash(record["spec"]["setting"])
+
+
+def _cell_entry(r: Mapping[str, Any]) -> dict[str, Any]:
+    error = r.get("error")
+    return {
+        "key": r["key"],
+        "setting": r["spec"]["setting"],
+        "seed": r["spec"]["seed"],
+        "status": r["status"],
+        "metrics": r.get("metrics") or {},
+        "error": None if not error else f"{error['type']}: {error['message']}",
+        "runtime_s": r.get("runtime_s", 0.0),
+    }

@@ -1,0 +1,251 @@
+"""The runner: plan cells, skip the finished ones, execute the rest, write cards, plots and the report.
+
+Layout under ``out`` (default ``results/``)::
+
+    <slug>/<claim>-<profile>.json         the result card
+    <slug>/<claim>-<profile>.png          its plot
+    <slug>/<claim>-<profile>.csv          per-cell, per-method metrics (long format)
+    <slug>/<claim>-<profile>.curves.csv   curves the cells returned, if any
+    .cells/<slug>/<cell key>.json         one finished cell (the resume cache; not committed)
+    report.html, REPORT.md                rendered from every card under ``out``
+
+Resume: a cell is keyed by the hash of its spec (paper, claim, profile, setting, seed, claim revision). A rerun
+loads finished cells instead of recomputing them unless ``force=True``; failed cells are always retried.
+Errors: an exception inside a cell becomes an error record (type, message, traceback); the run goes on, and
+the claim's card says which cells failed and is ``inconclusive``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icml26._core.cards import build_card
+from icml26._core.claims import PROFILES, Cell, CellFunction, Claim, PaperCard
+from icml26._core.executors import get_executor
+from icml26._core.io import atomic_write_text, canonical_json, read_json, to_jsonable, write_json
+from icml26._core.provenance import provenance
+
+__all__ = ["CellOutputError", "RunError", "RunResult", "card_path", "execute_cell", "run"]
+
+CellCallback = Callable[[Mapping[str, Any], int, int], None]
+
+
+class RunError(RuntimeError):
+    """A run that cannot start (bad profile, unwritable output folder): one line, no traceback needed."""
+
+
+class CellOutputError(ValueError):
+    """A cell function returned something that is not ``{"metrics": {method: {metric: number}}}``."""
+
+
+def _check_output(out: Any, methods: Sequence[str], metric: str) -> dict[str, Any]:
+    if not isinstance(out, Mapping) or not isinstance(out.get("metrics"), Mapping):
+        raise CellOutputError("a cell must return a mapping with a 'metrics' mapping {method: {metric: value}}")
+    metrics: dict[str, dict[str, float]] = {}
+    for method, values in out["metrics"].items():
+        if not isinstance(values, Mapping):
+            raise CellOutputError(f"metrics[{method!r}] must be a mapping {{metric: value}}")
+        metrics[str(method)] = {}
+        for name, v in values.items():
+            v = to_jsonable(v) if not isinstance(v, float) else v
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                raise CellOutputError(f"metrics[{method!r}][{name!r}] must be a number, got {v!r}")
+            if not math.isfinite(v):
+                raise CellOutputError(f"metrics[{method!r}][{name!r}] is not finite ({v})")
+            metrics[str(method)][str(name)] = float(v)
+    for m in methods:
+        if metric not in metrics.get(m, {}):
+            raise CellOutputError(f"the cell reported no {metric!r} for {m!r} (it reported {sorted(metrics)})")
+    extra = {k: to_jsonable(v) for k, v in out.items() if k in ("curves", "info")}
+    unknown = sorted(set(out) - {"metrics", "curves", "info"})
+    if unknown:
+        raise CellOutputError(f"unknown keys in cell output: {unknown} (allowed: metrics, curves, info)")
+    return {"metrics": metrics, **extra}
+
+
+def execute_cell(run: CellFunction, cell: Cell, methods: Sequence[str], metric: str) -> dict[str, Any]:
+    """Run one cell and return its record; never raises for an error inside the cell (it is recorded)."""
+    start = time.perf_counter()
+    record: dict[str, Any] = {"key": cell.key, "spec": cell.spec()}
+    try:
+        record.update(_check_output(run(cell), methods, metric))
+        record["status"] = "ok"
+    except Exception as exc:  # one failing cell must never kill the run
+        record.update(
+            status="error",
+            error={"type": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()},
+        )
+    record["runtime_s"] = time.perf_counter() - start
+    return record
+
+
+def card_path(out: Path, slug: str, claim_id: str, profile: str, suffix: str = ".json") -> Path:
+    return out / slug / f"{claim_id}-{profile}{suffix}"
+
+
+def _cell_path(out: Path, cell: Cell) -> Path:
+    return out / ".cells" / cell.paper / f"{cell.key}.json"
+
+
+def _load_finished(path: Path, cell: Cell) -> dict[str, Any] | None:
+    try:
+        rec = read_json(path)
+    except (OSError, ValueError):
+        return None  # absent, or a file from an older layout: recompute
+    if isinstance(rec, dict) and rec.get("status") == "ok" and rec.get("spec") == to_jsonable(cell.spec()):
+        return rec
+    return None
+
+
+def _check_writable(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".write-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise RunError(f"cannot write to --out {str(out)!r}: {exc.strerror or exc}") from None
+
+
+@dataclass
+class RunResult:
+    cards: list[dict[str, Any]] = field(default_factory=list)
+    card_paths: list[Path] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    computed: int = 0
+    cached: int = 0
+    failed: int = 0
+
+
+def _write_tables(
+    out: Path, claim: Claim, card: PaperCard, profile: str, records: Sequence[Mapping[str, Any]]
+) -> dict[str, str]:
+    """Long-format CSV of every cell's metrics, and of the curves cells returned (if any)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["setting", "seed", "method", "metric", "value"])
+    for r in records:
+        for method, metrics in (r.get("metrics") or {}).items():
+            for metric, v in metrics.items():
+                w.writerow([canonical_json(r["spec"]["setting"]), r["spec"]["seed"], method, metric, repr(v)])
+    path = card_path(out, card.slug, claim.id, profile, ".csv")
+    atomic_write_text(path, buf.getvalue())
+    artifacts = {"csv": path.name}
+
+    rows = [
+        {"setting": canonical_json(r["spec"]["setting"]), "seed": r["spec"]["seed"], "curve": name, **point}
+        for r in records
+        for name, points in (r.get("curves") or {}).items()
+        for point in points
+    ]
+    if rows:
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        buf = io.StringIO()
+        dw = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+        dw.writeheader()
+        dw.writerows(rows)
+        path = card_path(out, card.slug, claim.id, profile, ".curves.csv")
+        atomic_write_text(path, buf.getvalue())
+        artifacts["curves"] = path.name
+    return artifacts
+
+
+def run(
+    papers: Sequence[PaperCard],
+    *,
+    profile: str = "quick",
+    seeds: int | None = None,
+    executor: str = "serial",
+    workers: int | None = None,
+    out: str | os.PathLike[str] = "results",
+    force: bool = False,
+    on_cell: CellCallback | None = None,
+    report: bool = True,
+) -> RunResult:
+    """Run every claim of ``papers`` at ``profile``; write cells, cards, plots and (optionally) the report.
+
+    ``seeds`` overrides each profile's seed count. ``on_cell(record, done, total)`` is called once per cell,
+    cached or computed, in completion order. Planned papers are skipped and listed in ``result.skipped``.
+    """
+    if profile not in PROFILES:
+        raise RunError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if seeds is not None and seeds < 1:
+        raise RunError(f"--seeds must be >= 1, got {seeds}")
+    out_dir = Path(out)
+    _check_writable(out_dir)
+    pool = get_executor(executor, workers)
+    result = RunResult()
+
+    plan: list[tuple[PaperCard, Claim, list[Cell]]] = []
+    for paper in papers:
+        if paper.status != "implemented":
+            result.skipped.append((paper.slug, f"{paper.slug}: planned, not implemented yet (skipped)"))
+            continue
+        plan.extend((paper, claim, cells) for claim, cells in paper.plan(profile, seeds))
+
+    total = sum(len(cells) for _, _, cells in plan)
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[CellFunction, Cell, tuple[str, ...], str]] = []
+    done = 0
+    for _paper, claim, cells in plan:
+        for cell in cells:
+            rec = None if force else _load_finished(_cell_path(out_dir, cell), cell)
+            if rec is None:
+                todo.append((claim.run, cell, claim.methods, claim.metric))
+                continue
+            rec["cached"] = True
+            records[cell.key] = rec
+            done += 1
+            result.cached += 1
+            if on_cell:
+                on_cell(rec, done, total)
+
+    cells_by_key = {args[1].key: args[1] for args in todo}
+    for rec in pool.map_unordered(execute_cell, todo):
+        records[rec["key"]] = rec
+        if rec["status"] == "ok":
+            write_json(_cell_path(out_dir, cells_by_key[rec["key"]]), rec)
+        else:
+            result.failed += 1
+        result.computed += 1
+        done += 1
+        if on_cell:
+            on_cell(rec, done, total)
+
+    from icml26._core.plots import plot_claim
+
+    for paper, claim, cells in plan:
+        recs = [records[c.key] for c in cells]
+        artifacts = _write_tables(out_dir, claim, paper, profile, recs)
+        card = build_card(
+            paper,
+            claim,
+            profile,
+            recs,
+            seeds=sorted({c.seed for c in cells}),
+            runtime_s=sum(float(r.get("runtime_s", 0.0)) for r in recs),
+            provenance=provenance(claim.data),
+            artifacts=artifacts,
+        )
+        png = card_path(out_dir, paper.slug, claim.id, profile, ".png")
+        if plot_claim(claim, card, recs, png):
+            card["artifacts"]["plot"] = png.name
+        path = card_path(out_dir, paper.slug, claim.id, profile)
+        write_json(path, card)
+        result.cards.append(card)
+        result.card_paths.append(path)
+
+    if report:
+        from icml26._core.report import write_report
+
+        write_report(out_dir)
+    return result

@@ -1,0 +1,3 @@
+"""Causal discovery with interventions (causal-learn compatible graphs).
+
+One subpackage per paper; see ``icml26.registry`` for the list."""

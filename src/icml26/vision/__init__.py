@@ -1,0 +1,3 @@
+"""Vision and vision-language evaluation and grounding.
+
+One subpackage per paper; see ``icml26.registry`` for the list."""

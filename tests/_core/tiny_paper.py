@@ -1,0 +1,63 @@
+"""A tiny claim for testing the machinery (never registered as a paper).
+
+Claim: the mean of 4n draws of N(mu, 1) has a lower squared error than the mean of n draws. Exact truth:
+E[error^2] = 1/(4n) vs 1/n, so with enough seeds the claim reproduces; with ``min_effect`` far above the true
+effect it cannot. Settings can ask a cell to fail, or to wait for a file (to interrupt a run mid-way).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from icml26._core import Cell, Claim, PaperCard, Profile
+
+
+def run_mean(cell: Cell) -> dict[str, Any]:
+    if cell.get("fail") and cell.seed == 1:
+        raise RuntimeError("boom: this cell fails on purpose")
+    if gate := os.environ.get("TINY_GATE"):
+        while cell.seed >= 2 and not Path(gate).exists():  # block here until the test interrupts the run
+            time.sleep(0.05)
+    rng = cell.rng()
+    n = int(cell["n"])
+    mu = float(rng.normal())
+    x = mu + rng.standard_normal(4 * n)
+    small, large = x[:n].mean(), x.mean()
+    return {
+        "metrics": {"large": {"sq_error": (large - mu) ** 2}, "small": {"sq_error": (small - mu) ** 2}},
+        "curves": {"running_mean": [{"k": k, "error": float(x[:k].mean() - mu)} for k in (1, n, 4 * n)]},
+        "info": {"mu": mu},
+    }
+
+
+def _profiles(seeds: int, **extra: Any) -> dict[str, Profile]:
+    settings = ({"n": 5, **extra}, {"n": 20, **extra})
+    return {p: Profile(settings=settings, seeds=seeds) for p in ("smoke", "quick", "full")}
+
+
+def tiny_card(seeds: int = 6, min_effect: float = 0.0, fail: bool = False, slug: str = "tiny") -> PaperCard:
+    extra = {"fail": True} if fail else {}
+    return PaperCard(
+        slug=slug,
+        title="Tiny: more samples, smaller error",
+        group="stats",
+        api="tests._core.tiny_paper.run_mean",
+        extra="stats",
+        claims=(
+            Claim(
+                id="C1",
+                statement="The mean of 4n samples has a smaller squared error than the mean of n samples.",
+                metric="sq_error",
+                direction="lower",
+                method="large",
+                baselines=("small",),
+                min_effect=min_effect,
+                paper_figure="E[err^2] = 1/(4n) vs 1/n",
+                run=run_mean,
+                profiles=_profiles(seeds, **extra),
+            ),
+        ),
+    )
