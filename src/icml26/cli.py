@@ -179,9 +179,12 @@ def reproduce(
     cards = [_card_or_fail(s) for s in wanted]
     from icml26._core.runner import RunError, run
 
-    for card in cards:
-        if card.status != "implemented":
-            _err(f"{card.slug}: planned, not implemented yet (skipped)")
+    planned = [c.slug for c in cards if c.status != "implemented"]
+    if slugs:
+        for slug in planned:
+            _err(f"{slug}: planned, not implemented yet (skipped)")
+    elif planned:
+        _err(f"skipping {len(planned)} planned paper(s), not implemented yet: {', '.join(planned)}")
     if not any(c.status == "implemented" for c in cards):
         _err("no implemented paper among those asked for: nothing to run; writing the report of what exists")
 
