@@ -255,7 +255,11 @@ def build_card(
     if comparisons and ok:
         parts = [
             f"{claim.method} {_fmt(comparisons[0]['method_mean'])}{claim.unit}"
-            + "".join(f" vs {c['baseline']} {_fmt(c['baseline_mean'])}{claim.unit}" for c in comparisons),
+            + "".join(
+                f" vs {c['baseline']}"
+                + ("" if claim.reference is not None else f" {_fmt(c['baseline_mean'])}{claim.unit}")
+                for c in comparisons
+            ),
             "; ".join(
                 f"effect {_fmt(c['effect'])} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}], wins {c['wins']}/{c['n']}"
                 for c in comparisons

@@ -109,10 +109,17 @@ class Cell:
         """Stable hash of the spec: the name under which a finished cell is cached (resume)."""
         return stable_hash(self.spec())
 
-    def rng(self) -> np.random.Generator:
-        """A numpy Generator seeded by this cell's seed only (the same data for every method in the cell)."""
+    def rng(self, by_setting: bool = False) -> np.random.Generator:
+        """A numpy Generator for this cell: every method in the cell must draw its data from it (pairing).
+
+        By default it depends on the seed only, so settings that differ in a size or a hyper-parameter reuse
+        the same random stream (common random numbers across settings). ``by_setting=True`` mixes in the
+        setting's hash, for settings that must be independent of one another.
+        """
         import numpy as np
 
+        if by_setting:
+            return np.random.default_rng([self.seed, int(stable_hash(dict(self.setting)), 16)])
         return np.random.default_rng(self.seed)
 
     def __getitem__(self, name: str) -> Any:

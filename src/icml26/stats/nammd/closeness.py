@@ -1,0 +1,221 @@
+"""Closeness tests (is the pair at least epsilon-far?) with NAMMD and with MMD, and a plain two-sample test.
+
+Closeness test (DCT), H0: NAMMD(P, Q) <= epsilon against H1: NAMMD(P, Q) > epsilon. By the asymptotic normality
+of the U-statistic, reject at level alpha when
+
+    z = (NAMMD_u - epsilon) / (sigma_u / Reg_u) > z_{1-alpha},
+
+with sigma_u^2 the variance of MMD^2_u (``variance="unbiased"`` or ``"asymptotic"``), or with the delta-method
+standard error of the ratio in the denominator (``variance="delta"``). The p-value is 1 - Phi(z), so the test
+is exact only asymptotically: at small m (below about 50) the type-I error can exceed alpha.
+
+The MMD baseline is the same construction on MMD^2_u with its own threshold epsilon_mmd on the MMD^2 scale:
+z = (MMD^2_u - epsilon_mmd) / sigma_u. For the two tests to ask the same question, epsilon_mmd must be the MMD^2
+of the same boundary pair whose NAMMD is epsilon (``reproduce.py`` builds such pairs exactly).
+
+Why no permutation null here: permuting X and Y simulates P = Q, i.e. NAMMD = 0, not the boundary
+NAMMD = epsilon of the closeness null; a permutation test would calibrate the wrong hypothesis and reject
+far too often. :class:`NAMMDTwoSampleTest` is the place for a permutation null: there H0 is P = Q.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from icml26.stats.nammd.estimators import PairedStats, Variance, check_paired, paired_stats, resolve_kernel
+from icml26.stats.nammd.kernels import Kernel
+
+__all__ = ["ClosenessTestResult", "MMDClosenessTest", "NAMMDClosenessTest", "NAMMDTwoSampleTest", "TwoSampleResult"]
+
+
+def _norm_sf(z: np.ndarray) -> np.ndarray:
+    """Standard normal survival function (erfc keeps precision in the upper tail)."""
+    from scipy.special import ndtr
+
+    return np.asarray(ndtr(-z))
+
+
+def _norm_ppf(p: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(p))
+
+
+@dataclass(frozen=True)
+class ClosenessTestResult:
+    """scipy-like result of a closeness test; arrays when the test was run on a batch of samples."""
+
+    statistic: float  # the studentised z
+    pvalue: float
+    reject: bool
+    estimate: float  # NAMMD_u (or MMD^2_u for the MMD test)
+    se: float  # standard error of ``estimate``
+    epsilon: float
+    alpha: float
+
+
+def _check_level(alpha: float) -> None:
+    if not (0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+
+
+def _check_variance(variance: str, allowed: tuple[str, ...]) -> None:
+    if variance not in allowed:
+        raise ValueError(f"variance must be one of {allowed}, got {variance!r}")
+
+
+class _ClosenessTest:
+    epsilon: float
+    alpha: float
+    kernel: Kernel | None
+    block: int
+
+    def _prepare(self, X: ArrayLike, Y: ArrayLike) -> tuple[np.ndarray, np.ndarray, Kernel]:
+        Xa, Ya = check_paired(X, Y, min_m=4)
+        return Xa, Ya, resolve_kernel(self.kernel, Xa, Ya)
+
+    def _result(self, z: np.ndarray, estimate: np.ndarray, se: np.ndarray) -> ClosenessTestResult:
+        pvalue = _norm_sf(z)
+        return ClosenessTestResult(
+            statistic=float(z),
+            pvalue=float(pvalue),
+            reject=bool(pvalue < self.alpha),
+            estimate=float(estimate),
+            se=float(se),
+            epsilon=self.epsilon,
+            alpha=self.alpha,
+        )
+
+    def critical_value(self) -> float:
+        """Reject when the statistic exceeds z_{1-alpha}."""
+        return _norm_ppf(1.0 - self.alpha)
+
+
+class NAMMDClosenessTest(_ClosenessTest):
+    """NAMMD distribution closeness test: H0 NAMMD(P, Q) <= epsilon vs H1 NAMMD(P, Q) > epsilon.
+
+    Parameters
+    ----------
+    epsilon : closeness threshold on the NAMMD scale, in [0, 1).
+    alpha : level of the test.
+    kernel : a bounded kernel (``GaussianKernel(bandwidth)``); ``None`` uses the median heuristic on the pooled
+        sample, which makes epsilon's meaning depend on the data: fix the kernel on reference data instead.
+    variance : ``"unbiased"`` (default), ``"asymptotic"`` or ``"delta"`` (see ``estimators``).
+
+    References: Zhou et al., "NAMMD: norm-adaptive MMD for distribution closeness testing", ICML 2026;
+    Gretton et al., "A kernel two-sample test", JMLR 2012.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        alpha: float = 0.05,
+        kernel: Kernel | None = None,
+        variance: Variance = "unbiased",
+        block: int = 512,
+    ) -> None:
+        if not (0.0 <= epsilon < 1.0):
+            raise ValueError(f"epsilon is a NAMMD value and must lie in [0, 1), got {epsilon!r}")
+        _check_level(alpha)
+        _check_variance(variance, ("unbiased", "asymptotic", "delta"))
+        self.epsilon, self.alpha, self.kernel, self.variance, self.block = epsilon, alpha, kernel, variance, block
+
+    def statistic(self, stats: PairedStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(z, NAMMD estimate, its standard error) from ``PairedStats``; vectorised over a batch."""
+        est = stats.nammd
+        if self.variance == "delta":
+            se = np.sqrt(stats.var_nammd_delta())
+        else:
+            se = np.sqrt(stats.var_mmd2(self.variance)) / stats.reg
+        return (est - self.epsilon) / se, est, se
+
+    def test(self, X: ArrayLike, Y: ArrayLike) -> ClosenessTestResult:
+        """Run the test on paired samples X ~ P, Y ~ Q of equal size m >= 4."""
+        Xa, Ya, kernel = self._prepare(X, Y)
+        return self._result(*self.statistic(paired_stats(Xa, Ya, kernel, self.block)))
+
+
+class MMDClosenessTest(_ClosenessTest):
+    """MMD closeness test (the baseline): H0 MMD^2(P, Q) <= epsilon_mmd vs H1 MMD^2(P, Q) > epsilon_mmd.
+
+    ``epsilon_mmd`` is on the MMD^2 scale (>= 0). Same kernel, samples and variance estimate as the NAMMD test.
+    """
+
+    def __init__(
+        self,
+        epsilon_mmd: float,
+        alpha: float = 0.05,
+        kernel: Kernel | None = None,
+        variance: Variance = "unbiased",
+        block: int = 512,
+    ) -> None:
+        if not (math.isfinite(epsilon_mmd) and epsilon_mmd >= 0.0):
+            raise ValueError(f"epsilon_mmd is an MMD^2 value and must be >= 0, got {epsilon_mmd!r}")
+        _check_level(alpha)
+        _check_variance(variance, ("unbiased", "asymptotic"))
+        self.epsilon, self.alpha, self.kernel, self.variance, self.block = epsilon_mmd, alpha, kernel, variance, block
+
+    def statistic(self, stats: PairedStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(z, MMD^2 estimate, its standard error) from ``PairedStats``; vectorised over a batch."""
+        se = np.sqrt(stats.var_mmd2(self.variance))
+        return (stats.mmd2 - self.epsilon) / se, stats.mmd2, se
+
+    def test(self, X: ArrayLike, Y: ArrayLike) -> ClosenessTestResult:
+        Xa, Ya, kernel = self._prepare(X, Y)
+        return self._result(*self.statistic(paired_stats(Xa, Ya, kernel, self.block)))
+
+
+def _split_nammd(G: np.ndarray, splits: np.ndarray, m: int, K: float) -> np.ndarray:
+    """NAMMD_u of each split of the pool (rows: first m indices are X, the rest Y), from a zero-diagonal Gram."""
+    a, b = splits[:, :m], splits[:, m:]
+    s_xx = G[a[:, :, None], a[:, None, :]].sum((1, 2))
+    s_yy = G[b[:, :, None], b[:, None, :]].sum((1, 2))
+    kxy = G[a[:, :, None], b[:, None, :]]
+    s_xy = kxy.sum((1, 2)) - np.einsum("kii->k", kxy)  # cross pairs i != j only
+    pairs = m * (m - 1)
+    return np.asarray((s_xx + s_yy - 2.0 * s_xy) / (4.0 * K * pairs - s_xx - s_yy))
+
+
+@dataclass(frozen=True)
+class TwoSampleResult:
+    statistic: float  # NAMMD_u
+    pvalue: float
+    reject: bool
+    n_permutations: int
+
+
+class NAMMDTwoSampleTest:
+    """Permutation two-sample test of H0: P = Q with the NAMMD statistic (here a permutation null is right).
+
+    The pooled Gram matrix is computed once (O(m^2) memory); each permutation re-splits the pool into new
+    pairs and re-evaluates NAMMD from sub-block sums. p-value = (1 + #{perm >= observed}) / (1 + n_permutations).
+    """
+
+    def __init__(
+        self, alpha: float = 0.05, kernel: Kernel | None = None, n_permutations: int = 500, seed: int | None = 0
+    ) -> None:
+        _check_level(alpha)
+        if n_permutations < 1:
+            raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+        self.alpha, self.kernel, self.n_permutations, self.seed = alpha, kernel, n_permutations, seed
+
+    def test(self, X: ArrayLike, Y: ArrayLike) -> TwoSampleResult:
+        Xa, Ya = check_paired(X, Y, min_m=4)
+        kernel = resolve_kernel(self.kernel, Xa, Ya)
+        m = len(Xa)
+        pool = np.concatenate([Xa, Ya])
+        G = kernel(pool, pool)
+        np.fill_diagonal(G, 0.0)
+        rng = np.random.default_rng(self.seed)
+        splits = np.vstack([np.arange(2 * m), *(rng.permutation(2 * m) for _ in range(self.n_permutations))])
+        chunk = max(1, 2_000_000 // (m * m))  # bounds the gathered (chunk, m, m) blocks to ~16 MB each
+        values = np.concatenate(
+            [_split_nammd(G, s, m, kernel.diag) for s in np.array_split(splits, range(chunk, len(splits), chunk))]
+        )
+        observed = values[0]
+        pvalue = (1.0 + np.sum(values[1:] >= observed)) / (1.0 + self.n_permutations)
+        return TwoSampleResult(float(observed), float(pvalue), bool(pvalue < self.alpha), self.n_permutations)
