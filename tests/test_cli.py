@@ -85,6 +85,10 @@ def test_show_planned_paper(capsys):
         (["report", "/no/such/folder"], "no such folder"),
         (["report", ".", "--readme", "/no/such/README.md"], "no such README"),
         (["frobnicate"], "frobnicate"),
+        (["reproduce", "--out", ""], "--out must not be empty"),
+        (["reproduce", "--seeds", "99999999999999999999"], "--seeds"),
+        (["report", ""], "must not be empty"),
+        (["show", ""], "unknown paper"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
@@ -98,10 +102,11 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
 def test_unwritable_out_is_one_line_and_exit_2(capsys, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code, _, err = cli(capsys, "reproduce", "--out", str(blocker / "sub"))
-    assert code == 2
-    assert "cannot write to --out" in err.strip().splitlines()[-1]
-    assert "Traceback" not in err
+    for out in (str(blocker / "sub"), str(blocker), "/proc/icml26-out"):
+        code, _, err = cli(capsys, "reproduce", "--out", out)
+        assert code == 2
+        assert len(err.strip().splitlines()) == 1, err
+        assert "cannot write to --out" in err
 
 
 def test_reproduce_with_nothing_implemented_writes_a_plain_report(capsys, tmp_path, monkeypatch):

@@ -165,19 +165,39 @@ def _progress_printer(total_hint: bool) -> Any:
 def reproduce(
     slugs: Annotated[list[str] | None, typer.Argument(help="Papers to run (default: all implemented).")] = None,
     profile: Annotated[ProfileName, typer.Option("--profile", "-p", help="Budget of the run.")] = ProfileName.quick,
-    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Override each profile's seed count.")] = None,
+    seeds: Annotated[
+        int | None, typer.Option("--seeds", min=1, max=10_000, help="Override each profile's seed count.")
+    ] = None,
     executor: Annotated[ExecutorName, typer.Option("--executor", "-e", help="Where cells run.")] = ExecutorName.serial,
-    workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="Parallel workers.")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder for cards and report.")] = Path("results"),
+    workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, max=4096, help="Parallel workers.")] = None,
+    out_arg: Annotated[str, typer.Option("--out", "-o", help="Output folder for cards and report.")] = "results",
     force: Annotated[bool, typer.Option("--force", help="Recompute finished cells.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
 ) -> None:
     """Run the claims of the given papers (all by default) and write cards, plots and the report."""
-    from icml26.registry import PAPERS
+    from icml26._core.runner import RunError, check_writable, run
+    from icml26.registry import PAPERS, load_card
 
-    wanted = list(dict.fromkeys(slugs or [e.slug for e in PAPERS]))
-    cards = [_card_or_fail(s) for s in wanted]
-    from icml26._core.runner import RunError, run
+    if not out_arg.strip():
+        _fail("--out must not be empty")
+    out = Path(out_arg)
+    try:
+        check_writable(out)
+    except RunError as exc:
+        _fail(str(exc))
+    broken: list[str] = []
+    if slugs:
+        cards = [_card_or_fail(s) for s in dict.fromkeys(slugs)]
+    else:  # the whole sweep: a paper that cannot load is reported and skipped, the others still run
+        cards = []
+        for e in PAPERS:
+            try:
+                cards.append(load_card(e.slug))
+            except Exception as exc:
+                broken.append(e.slug)
+                _err(f"{e.slug}: cannot load its CARD ({type(exc).__name__}: {exc}); skipped")
+        if broken and not cards:
+            raise typer.Exit(1)
 
     planned = [c.slug for c in cards if c.status != "implemented"]
     if slugs:
@@ -261,19 +281,22 @@ def reproduce(
             f"{len(result.cards)} card(s), {result.computed} cell(s) computed, {result.cached} cached, "
             f"{result.failed} failed in {elapsed:.1f}s; report: {out / 'report.html'}"
         )
-    if result.failed:
+    if result.failed or broken:
         raise typer.Exit(1)
 
 
 @app.command()
 def report(
-    directory: Annotated[Path, typer.Argument(help="Folder holding the cards.")] = Path("results"),
+    directory_arg: Annotated[str, typer.Argument(metavar="DIRECTORY", help="Folder holding the cards.")] = "results",
     readme: Annotated[
         Path | None,
         typer.Option("--readme", help="Also rewrite the paper table of this README (full profile)."),
     ] = None,
 ) -> None:
     """Re-render report.html and REPORT.md from the cards in DIRECTORY (no re-running)."""
+    if not directory_arg.strip():
+        _fail("DIRECTORY must not be empty")
+    directory = Path(directory_arg)
     if not directory.is_dir():
         _fail(f"no such folder: {str(directory)!r}")
     if readme is not None and not readme.is_file():

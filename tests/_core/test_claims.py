@@ -33,6 +33,8 @@ def claim(**kw):
         ({"baselines": ("a",)}, "its own baseline"),
         ({"min_effect": -1.0}, "min_effect"),
         ({"test": "equivalence"}, "positive margin"),
+        ({"test": "noninferiority"}, "positive margin"),
+        ({"baselines": (), "reference": 0.0, "relative": True}, "reference of 0"),
         ({"profiles": {"smoke": Profile()}}, "missing"),
         ({"run": "not callable"}, "cell function"),
     ],

@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_serial_run_writes_valid_cards_and_artifacts(tmp_path):
-    result = run([tiny_card(seeds=8)], profile="smoke", out=tmp_path)
+    result = run([tiny_card(seeds=20)], profile="smoke", out=tmp_path)
     (card,) = result.cards
     validate_card(card)
-    assert result.computed == 16 and result.cached == 0 and result.failed == 0
+    assert result.computed == 40 and result.cached == 0 and result.failed == 0
     assert card["status"] == "ok" and card["verdict"] == "reproduced"
     assert {"csv", "curves", "plot"} <= set(card["artifacts"])
     for name in card["artifacts"].values():
@@ -185,3 +185,36 @@ def test_card_json_on_disk_round_trips(tmp_path):
     on_disk = json.loads(result.card_paths[0].read_text())
     validate_card(on_disk)
     assert card_fingerprint(on_disk) == card_fingerprint(result.cards[0])
+
+
+def test_relative_effect_against_a_zero_baseline_gives_an_error_card(tmp_path):
+    def zero_baseline(cell):
+        return {"metrics": {"large": {"sq_error": 1.0}, "small": {"sq_error": 0.0}}}
+
+    c = tiny_card().claims[0]
+    fields = {f: getattr(c, f) for f in c.__dataclass_fields__}
+    claim = Claim(**{**fields, "run": zero_baseline, "relative": True})
+    paper = PaperCard("zero", "Zero", "stats", "api", "stats", (claim,))
+    result = run([paper, tiny_card()], profile="smoke", out=tmp_path, report=False)
+    bad, good = result.cards
+    assert bad["status"] == "error" and bad["verdict"] == "inconclusive"
+    assert "zero baseline" in bad["verdict_reason"]
+    assert good["status"] == "ok"
+
+
+def test_cached_cells_are_not_reused_when_the_claim_reads_something_else(tmp_path):
+    run([tiny_card()], profile="smoke", out=tmp_path, report=False)
+    c = tiny_card().claims[0]
+    fields = {f: getattr(c, f) for f in c.__dataclass_fields__}
+    swapped = Claim(**{**fields, "method": "small", "baselines": ("large",)})
+    paper = PaperCard("tiny", "Tiny", "stats", "api", "stats", (swapped,))
+    again = run([paper], profile="smoke", out=tmp_path, report=False)
+    assert again.cached == 0 and again.computed == 12
+
+
+def test_written_files_get_the_usual_mode(tmp_path):
+    result = run([tiny_card()], profile="smoke", out=tmp_path)
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in (result.card_paths[0], tmp_path / "report.html"):
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask

@@ -62,3 +62,29 @@ def test_compare_reports_means_and_counts():
     assert (c.wins, c.losses, c.ties, c.n) == (2, 0, 1, 3)
     assert c.effect == pytest.approx(1.0)
     assert c.method_mean == pytest.approx(2.0) and c.baseline_mean == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_small_samples_rarely_reproduce_a_null_effect(n):
+    """With no true effect, 'reproduced' (interval above 0) must stay near its nominal 2.5%, even at n = 3,
+    where a percentile bootstrap alone would say 'reproduced' for any three positive pairs (~12%)."""
+    from icml26._core.verdict import judge
+
+    rng = np.random.default_rng(n)
+    trials = 400
+    hits = 0
+    for t in range(trials):
+        d = rng.standard_normal(n)
+        c = compare(d, np.zeros(n), baseline_name="b", metric="m", direction="higher", seed=t, n_boot=2000)
+        hits += judge(c, test="superiority", min_effect=0.0)[0] == "reproduced"
+    assert hits / trials <= 0.05  # recorded: 0.0225 (n=3), 0.0325 (n=5), 0.0375 (n=10)
+
+
+def test_interval_is_at_least_the_t_interval():
+    from icml26._core.stats import mean_ci, t_mean_ci
+
+    d = [0.1, 0.3, 0.2]
+    lo, hi = mean_ci(d)
+    t_lo, t_hi = t_mean_ci(d)
+    assert lo <= t_lo < 0.2 < t_hi <= hi
+    assert t_lo == pytest.approx(0.2 - 4.302652729911275 * 0.1 / math.sqrt(3))

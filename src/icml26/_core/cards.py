@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from icml26._core.claims import PROFILES, Claim, PaperCard
+from icml26._core.claims import GROUPS, PROFILES, Claim, PaperCard
 from icml26._core.io import stable_hash
 from icml26._core.stats import compare
 from icml26._core.verdict import VERDICTS, Verdict, combine, judge
@@ -66,7 +66,11 @@ CARD_SCHEMA: dict[str, Any] = {
         "paper": {
             "type": "object",
             "required": ["slug", "title", "group", "api", "extra"],
-            "properties": {k: {"type": "string"} for k in ("slug", "title", "group", "api", "extra")},
+            "properties": {
+                **{k: {"type": "string"} for k in ("title", "api", "extra")},
+                "slug": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                "group": {"enum": list(GROUPS)},
+            },
         },
         "claim": {
             "type": "object",
@@ -215,17 +219,22 @@ def build_card(
         if claim.baselines
         else [(f"reference {claim.reference:g}", [float(claim.reference or 0.0)] * len(ok))]
     )
+    comparison_error = None
     for name, base_values in targets:
         boot_seed = int(stable_hash([paper.slug, claim.id, profile, name]), 16) % 2**32
-        comp = compare(
-            method_values,
-            base_values,
-            baseline_name=name,
-            metric=claim.metric,
-            direction=claim.direction,
-            relative=claim.relative,
-            seed=boot_seed,
-        )
+        try:
+            comp = compare(
+                method_values,
+                base_values,
+                baseline_name=name,
+                metric=claim.metric,
+                direction=claim.direction,
+                relative=claim.relative,
+                seed=boot_seed,
+            )
+        except ValueError as exc:  # e.g. a relative effect against a zero baseline: say so in the card
+            comparison_error = f"comparison with {name} failed: {exc}"
+            continue
         verdict, reason = judge(
             comp,
             test=claim.test,
@@ -238,11 +247,16 @@ def build_card(
 
     verdict = combine(verdicts)
     reasons = [f"vs {c['baseline']}: {c['reason']}" for c in comparisons]
+    if comparison_error:
+        verdict = "inconclusive"
+        reasons.insert(0, comparison_error)
     if failed:
         verdict = "inconclusive"
         first = failed[0].get("error") or {}
         reasons.insert(0, f"{len(failed)} of {len(records)} cells failed (first: {first.get('message', '?')})")
     status = "ok" if not failed else ("partial" if ok else "error")
+    if comparison_error:
+        status = "error"
 
     settings_keys = list(dict.fromkeys(_setting_key(r) for r in records))
     by_setting = []

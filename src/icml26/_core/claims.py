@@ -93,6 +93,8 @@ class Cell:
     setting: Mapping[str, Any]
     seed: int
     revision: int = 1
+    expects: tuple[str, ...] = ()  # (metric, method, *baselines): what the claim reads from the output
+    version: str = field(default_factory=lambda: _package_version())
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -102,11 +104,17 @@ class Cell:
             "setting": dict(self.setting),
             "seed": self.seed,
             "revision": self.revision,
+            "expects": list(self.expects),
+            "version": self.version,
         }
 
     @property
     def key(self) -> str:
-        """Stable hash of the spec: the name under which a finished cell is cached (resume)."""
+        """Stable hash of the spec: the name under which a finished cell is cached (resume).
+
+        It changes with the setting, the seed, the claim's revision (bump it when the cell's code changes),
+        what the claim reads (metric and methods) and the package version; ``--force`` recomputes regardless.
+        """
         return stable_hash(self.spec())
 
     def rng(self, by_setting: bool = False) -> np.random.Generator:
@@ -131,6 +139,12 @@ class Cell:
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.setting.get(name, default)
+
+
+def _package_version() -> str:
+    from icml26 import __version__
+
+    return __version__
 
 
 CellFunction = Callable[[Cell], Mapping[str, Any]]
@@ -194,8 +208,10 @@ class Claim:
             raise ClaimError(f"{where}: reference must be finite")
         if not (math.isfinite(self.min_effect) and self.min_effect >= 0):
             raise ClaimError(f"{where}: min_effect must be finite and >= 0, got {self.min_effect!r}")
-        if self.test == "equivalence" and self.min_effect == 0:
-            raise ClaimError(f"{where}: an equivalence test needs a positive margin (min_effect)")
+        if self.test != "superiority" and self.min_effect == 0:
+            raise ClaimError(f"{where}: a {self.test} test needs a positive margin (min_effect)")
+        if self.relative and self.reference == 0:
+            raise ClaimError(f"{where}: a relative effect against a reference of 0 is undefined")
         if self.min_pairs < 1:
             raise ClaimError(f"{where}: min_pairs must be >= 1")
         if not callable(self.run):
@@ -240,7 +256,7 @@ class Claim:
         prof = self.profiles[profile]
         n_seeds = prof.seeds if seeds is None else seeds
         return [
-            Cell(paper, self.id, profile, dict(setting), seed, self.revision)
+            Cell(paper, self.id, profile, dict(setting), seed, self.revision, (self.metric, *self.methods))
             for setting in prof.settings
             for seed in range(n_seeds)
         ]

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)  # read the process umask once (os.umask can only be read by setting it)
+
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
@@ -64,6 +67,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp creates 0600; give the file the mode a plain open() would (an existing file keeps its own).
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_UMASK
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

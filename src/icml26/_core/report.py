@@ -18,6 +18,7 @@ from typing import Any
 from icml26._core.cards import CardError, validate_card
 from icml26._core.claims import PROFILES
 from icml26._core.io import atomic_write_text, read_json
+from icml26._core.verdict import combine
 
 __all__ = [
     "README_END",
@@ -95,6 +96,7 @@ def _papers(cards: CardSet) -> list[dict[str, Any]]:
                 "status": status,
                 "claims": claims,
                 "verdict": _paper_verdict(verdicts) if verdicts else None,
+                "verdict_class": combine(verdicts) if verdicts else "none",
             }
         )
     return rows

@@ -34,7 +34,7 @@ from icml26._core.executors import get_executor
 from icml26._core.io import atomic_write_text, canonical_json, read_json, to_jsonable, write_json
 from icml26._core.provenance import provenance
 
-__all__ = ["CellOutputError", "RunError", "RunResult", "card_path", "execute_cell", "run"]
+__all__ = ["CellOutputError", "RunError", "RunResult", "card_path", "check_writable", "execute_cell", "run"]
 
 CellCallback = Callable[[Mapping[str, Any], int, int], None]
 
@@ -101,12 +101,17 @@ def _load_finished(path: Path, cell: Cell) -> dict[str, Any] | None:
         rec = read_json(path)
     except (OSError, ValueError):
         return None  # absent, or a file from an older layout: recompute
-    if isinstance(rec, dict) and rec.get("status") == "ok" and rec.get("spec") == to_jsonable(cell.spec()):
-        return rec
-    return None
+    if not (isinstance(rec, dict) and rec.get("status") == "ok" and rec.get("spec") == to_jsonable(cell.spec())):
+        return None
+    try:  # a cached record must still satisfy what the claim reads from it
+        _check_output({k: rec[k] for k in ("metrics", "curves", "info") if k in rec}, cell.expects[1:], cell.expects[0])
+    except (CellOutputError, IndexError):
+        return None
+    return rec
 
 
-def _check_writable(out: Path) -> None:
+def check_writable(out: Path) -> None:
+    """Create ``out`` if needed and prove it writable, or raise :class:`RunError` (one line)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".write-probe-{os.getpid()}"
@@ -181,7 +186,7 @@ def run(
     if seeds is not None and seeds < 1:
         raise RunError(f"--seeds must be >= 1, got {seeds}")
     out_dir = Path(out)
-    _check_writable(out_dir)
+    check_writable(out_dir)
     pool = get_executor(executor, workers)
     result = RunResult()
 
@@ -233,7 +238,7 @@ def run(
             recs,
             seeds=sorted({c.seed for c in cells}),
             runtime_s=sum(float(r.get("runtime_s", 0.0)) for r in recs),
-            provenance=provenance(claim.data),
+            provenance={**provenance(claim.data), "executor": executor, "workers": workers},
             artifacts=artifacts,
         )
         png = card_path(out_dir, paper.slug, claim.id, profile, ".png")
