@@ -65,9 +65,11 @@ def test_list_group_filter(capsys):
     assert code == 0 and {r["group"] for r in json.loads(out)} == {"quant"}
 
 
-def test_show_planned_paper(capsys):
-    code, out, _ = cli(capsys, "show", "nammd")
-    assert code == 0 and "NAMMD" in out
+@pytest.mark.parametrize("slug", ["nammd", "mixfp4"])
+def test_show_paper(capsys, slug):
+    code, out, _ = cli(capsys, "show", slug)
+    assert code == 0
+    assert "pip install 'icml26[" in out  # the extra survives (no rich markup eating "[stats]")
 
 
 @pytest.mark.parametrize(

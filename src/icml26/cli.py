@@ -125,21 +125,25 @@ def show(slug: Annotated[str, typer.Argument(help="A paper slug (see `icml26 lis
     from rich.console import Console
 
     console = Console()
-    console.print(f"[bold]{card.title}[/] ({card.group}/{card.slug}) — {card.status}")
-    console.print(f"API: {card.api}    install: pip install 'icml26[{card.extra}]'")
+
+    def say(text: str) -> None:  # paper text may contain brackets: never read it as rich markup
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    say(f"{card.title} ({card.group}/{card.slug}) — {card.status}")
+    say(f"API: {card.api}    install: pip install 'icml26[{card.extra}]'")
     if not card.claims:
-        console.print("No claims yet: this paper is planned.")
+        say("No claims yet: this paper is planned.")
     for c in card.claims:
-        console.print(f"\n[bold]{c.id}[/] {c.statement}")
+        say(f"\n{c.id}: {c.statement}")
         against = ", ".join(c.baselines) if c.baselines else f"reference {c.reference:g}"
-        console.print(
+        say(
             f"  {c.method} vs {against}: {c.metric} ({c.direction} is better), {c.test}, "
             f"min effect {c.min_effect:g}{' (relative)' if c.relative else ''}"
         )
         if c.paper_figure:
-            console.print(f"  paper: {c.paper_figure}")
+            say(f"  paper: {c.paper_figure}")
         sizes = ", ".join(f"{p}: {len(prof.settings)}x{prof.seeds} cells" for p, prof in c.profiles.items())
-        console.print(f"  profiles: {sizes}")
+        say(f"  profiles: {sizes}")
 
 
 def _progress_printer(total_hint: bool) -> Any:

@@ -63,16 +63,16 @@ def _check_level(alpha: float) -> None:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
 
 
-def _check_variance(variance: str, allowed: tuple[str, ...]) -> None:
-    if variance not in allowed:
-        raise ValueError(f"variance must be one of {allowed}, got {variance!r}")
-
-
 class _ClosenessTest:
-    epsilon: float
-    alpha: float
-    kernel: Kernel | None
-    block: int
+    variances: tuple[str, ...] = ("unbiased", "asymptotic")
+
+    def __init__(self, epsilon: float, alpha: float, kernel: Kernel | None, variance: Variance, block: int) -> None:
+        _check_level(alpha)
+        if variance not in self.variances:
+            raise ValueError(f"variance must be one of {self.variances}, got {variance!r}")
+        if block < 1:
+            raise ValueError(f"block must be >= 1, got {block}")
+        self.epsilon, self.alpha, self.kernel, self.variance, self.block = epsilon, alpha, kernel, variance, block
 
     def _prepare(self, X: ArrayLike, Y: ArrayLike) -> tuple[np.ndarray, np.ndarray, Kernel]:
         Xa, Ya = check_paired(X, Y, min_m=4)
@@ -110,6 +110,8 @@ class NAMMDClosenessTest(_ClosenessTest):
     Gretton et al., "A kernel two-sample test", JMLR 2012.
     """
 
+    variances = ("unbiased", "asymptotic", "delta")
+
     def __init__(
         self,
         epsilon: float,
@@ -120,9 +122,7 @@ class NAMMDClosenessTest(_ClosenessTest):
     ) -> None:
         if not (0.0 <= epsilon < 1.0):
             raise ValueError(f"epsilon is a NAMMD value and must lie in [0, 1), got {epsilon!r}")
-        _check_level(alpha)
-        _check_variance(variance, ("unbiased", "asymptotic", "delta"))
-        self.epsilon, self.alpha, self.kernel, self.variance, self.block = epsilon, alpha, kernel, variance, block
+        super().__init__(epsilon, alpha, kernel, variance, block)
 
     def statistic(self, stats: PairedStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(z, NAMMD estimate, its standard error) from ``PairedStats``; vectorised over a batch."""
@@ -155,9 +155,7 @@ class MMDClosenessTest(_ClosenessTest):
     ) -> None:
         if not (math.isfinite(epsilon_mmd) and epsilon_mmd >= 0.0):
             raise ValueError(f"epsilon_mmd is an MMD^2 value and must be >= 0, got {epsilon_mmd!r}")
-        _check_level(alpha)
-        _check_variance(variance, ("unbiased", "asymptotic"))
-        self.epsilon, self.alpha, self.kernel, self.variance, self.block = epsilon_mmd, alpha, kernel, variance, block
+        super().__init__(epsilon_mmd, alpha, kernel, variance, block)
 
     def statistic(self, stats: PairedStats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(z, MMD^2 estimate, its standard error) from ``PairedStats``; vectorised over a batch."""

@@ -279,6 +279,27 @@ _TYPE1 = dict(
     notes="margin 0.01 above alpha, fixed before any run; the test is valid asymptotically",
 )
 
+_POWER = dict(
+    metric="rejection_rate",
+    direction="higher",
+    method=METHOD,
+    baselines=(BASELINE,),
+    run=run_rejections,
+    plot=plot_power,
+)
+
+
+def _power_profiles(
+    data: str, scales: tuple[float, ...], gaps: tuple[float, ...], quick_m: tuple[int, ...], full_m: tuple[int, ...]
+) -> dict[str, Profile]:
+    """smoke: one setting, m = 100, 50 draws; quick: every gap at ``quick_m``, 200 draws; full: 500 draws."""
+    return _profiles(
+        smoke=_grid(data, scales[:1], gaps[1:2], (100,), 50),
+        quick=_grid(data, scales, gaps, quick_m, 200),
+        full=_grid(data, scales, gaps, full_m, 500),
+    )
+
+
 CARD = PaperCard(
     slug="nammd",
     title="NAMMD closeness test",
@@ -303,57 +324,32 @@ CARD = PaperCard(
             id="C2",
             statement="NAMMD-based DCT has higher test power compared to MMD-based DCT "
             "(alternatives more concentrated than the boundary pair, same NAMMD gap).",
-            metric="rejection_rate",
-            direction="higher",
-            method=METHOD,
-            baselines=(BASELINE,),
             min_effect=0.03,
-            run=run_rejections,
-            profiles=_profiles(
-                smoke=_grid("gaussian", (0.5,), (0.01,), (100,), 50),
-                quick=_grid("gaussian", (0.5, 0.7), GAPS, (200,), 200),
-                full=_grid("gaussian", (0.5, 0.7), GAPS, (100, 200, 400), 500),
-            ),
+            profiles=_power_profiles("gaussian", (0.5, 0.7), GAPS, (200,), (100, 200, 400)),
             paper_figure="higher power than MMD-DCT (no number in the abstract)",
-            plot=plot_power,
             notes="minimum effect: 3 points of power, fixed before any run",
+            **_POWER,
         ),
         Claim(
             id="C2b",
             statement="Control: with equal norms (alternatives shaped like the boundary pair) both tests agree.",
-            metric="rejection_rate",
-            direction="higher",
-            method=METHOD,
-            baselines=(BASELINE,),
             test="equivalence",
             min_effect=0.02,
-            run=run_rejections,
-            profiles=_profiles(
-                smoke=_grid("gaussian", (1.0,), (0.01,), (100,), 50),
-                quick=_grid("gaussian", (1.0,), GAPS, (200,), 200),
-                full=_grid("gaussian", (1.0,), GAPS, (100, 200, 400), 500),
-            ),
+            profiles=_power_profiles("gaussian", (1.0,), GAPS, (200,), (100, 200, 400)),
             paper_figure="no gain is expected when the norms are equal (control)",
-            plot=plot_power,
+            notes="equivalence margin: 2 points of power, fixed before any run",
+            **_POWER,
         ),
         Claim(
             id="C3",
             statement="NAMMD-DCT has higher power than MMD-DCT on real images (weighted distributions over "
             "scikit-learn's digits, concentrated alternative, exact population values).",
-            metric="rejection_rate",
-            direction="higher",
-            method=METHOD,
-            baselines=(BASELINE,),
             min_effect=0.03,
-            run=run_rejections,
-            profiles=_profiles(
-                smoke=_grid("digits", (), (0.005,), (100,), 50),
-                quick=_grid("digits", (), DIGIT_GAPS, (150,), 200),
-                full=_grid("digits", (), DIGIT_GAPS, (150, 300), 500),
-            ),
+            profiles=_power_profiles("digits", (), DIGIT_GAPS, (150,), (150, 300)),
             paper_figure="higher power on real images (paper: MNIST/CIFAR; no number in the abstract)",
             data=("scikit-learn",),
-            plot=plot_power,
+            notes="minimum effect: 3 points of power, fixed before any run",
+            **_POWER,
         ),
     ),
 )
