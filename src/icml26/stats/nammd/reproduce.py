@@ -263,7 +263,7 @@ def _boundary_settings(ms: tuple[int, ...], reps: int, digits_m: int) -> tuple:
 BOUNDARY = _profiles(
     smoke=_grid("gaussian", (1.0,), (0.0,), (100,), 50),
     quick=_boundary_settings((200,), 200, 150),
-    full=_boundary_settings((100, 200, 400), 500, 150),
+    full=_boundary_settings((100, 200, 400), 1000, 150),
 )
 _TYPE1 = dict(
     metric="rejection_rate",
@@ -292,11 +292,11 @@ _POWER = dict(
 def _power_profiles(
     data: str, scales: tuple[float, ...], gaps: tuple[float, ...], quick_m: tuple[int, ...], full_m: tuple[int, ...]
 ) -> dict[str, Profile]:
-    """smoke: one setting, m = 100, 50 draws; quick: every gap at ``quick_m``, 200 draws; full: 500 draws."""
+    """smoke: one setting, m = 100, 50 draws; quick: every gap at ``quick_m``, 200 draws; full: 1000 draws."""
     return _profiles(
         smoke=_grid(data, scales[:1], gaps[1:2], (100,), 50),
         quick=_grid(data, scales, gaps, quick_m, 200),
-        full=_grid(data, scales, gaps, full_m, 500),
+        full=_grid(data, scales, gaps, full_m, 1000),
     )
 
 
