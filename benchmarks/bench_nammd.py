@@ -64,7 +64,7 @@ def main(m: int = 2000, d: int = 10) -> None:
     t_ref, mem_ref, (ref_est, ref_z) = measure(lambda: full_matrix_nammd_test(X, Y, bw, eps))
     print(f"m={m}, d={d}")
     print(f"full-matrix formula (anchor):   {t_ref * 1e3:7.1f} ms  peak {mem_ref:6.1f} MB")
-    for block in (m, 256):
+    for block in (m, 512, 256):
         test = NAMMDClosenessTest(eps, kernel=kernel, block=block)
         t, mem, res = measure(lambda test=test: test.test(X, Y))
         assert np.isclose(res.estimate, ref_est) and np.isclose(res.statistic, ref_z)

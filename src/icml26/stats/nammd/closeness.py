@@ -118,7 +118,7 @@ class NAMMDClosenessTest(_ClosenessTest):
         alpha: float = 0.05,
         kernel: Kernel | None = None,
         variance: Variance = "unbiased",
-        block: int = 512,
+        block: int = 256,
     ) -> None:
         if not (0.0 <= epsilon < 1.0):
             raise ValueError(f"epsilon is a NAMMD value and must lie in [0, 1), got {epsilon!r}")
@@ -151,7 +151,7 @@ class MMDClosenessTest(_ClosenessTest):
         alpha: float = 0.05,
         kernel: Kernel | None = None,
         variance: Variance = "unbiased",
-        block: int = 512,
+        block: int = 256,
     ) -> None:
         if not (math.isfinite(epsilon_mmd) and epsilon_mmd >= 0.0):
             raise ValueError(f"epsilon_mmd is an MMD^2 value and must be >= 0, got {epsilon_mmd!r}")

@@ -126,7 +126,7 @@ class PairedStats:
         return np.maximum(4.0 * influence.var(axis=-1) / (m * self.reg**2), VAR_FLOOR)
 
 
-def paired_stats(X: np.ndarray, Y: np.ndarray, kernel: Kernel, block: int = 512) -> PairedStats:
+def paired_stats(X: np.ndarray, Y: np.ndarray, kernel: Kernel, block: int = 256) -> PairedStats:
     """One blocked pass over the Gram matrices; X, Y are (..., m, d) (leading dims batch independent tests)."""
     m = X.shape[-2]
     K = float(kernel.diag)

@@ -210,9 +210,12 @@ def plot_power(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> 
         s = r["spec"]["setting"]
         key = (s["data"], float(s.get("scale", 1.0)), int(s["m"]))
         groups.setdefault(key, {}).setdefault(float(s["gap"]), []).append(r)
-    styles = ["-", "--", ":", "-."]
-    for i, ((data, scale, m), by_gap) in enumerate(sorted(groups.items())):
+    ms = sorted({m for _, _, m in groups})
+    scales = sorted({scale for _, scale, _ in groups})
+    for (data, scale, m), by_gap in sorted(groups.items()):
         gaps = sorted(by_gap)
+        style = ["-", "--", ":", "-."][ms.index(m) % 4]  # line style: sample size; marker: scale
+        marker = "osD^"[scales.index(scale) % 4]
         label = f"{data}, m={m}" + (f", s={scale:g}" if data == "gaussian" else "")
         for method, colour in ((METHOD, "C0"), (BASELINE, "C3")):
             rate = np.array([np.mean([r["metrics"][method]["rejection_rate"] for r in by_gap[g]]) for g in gaps])
@@ -223,8 +226,8 @@ def plot_power(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> 
                 rate,
                 yerr=se,
                 color=colour,
-                ls=styles[i % 4],
-                marker="o",
+                ls=style,
+                marker=marker,
                 ms=3,
                 capsize=2,
                 label=f"{'NAMMD' if method == METHOD else 'MMD'}-DCT ({label})",
