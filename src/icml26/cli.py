@@ -156,7 +156,7 @@ def _progress_printer(total_hint: bool) -> Any:
         extra = f" {rec['error']['type']}: {rec['error']['message']}" if rec["status"] == "error" else ""
         width = len(str(total))
         print(
-            f"[{done:>{width}}/{total}] {spec['paper']} {spec['claim']} {spec['profile']} seed={spec['seed']}"
+            f"[{done:>{width}}/{total}] {spec['paper']} {rec.get('claim', '')} {spec['profile']} seed={spec['seed']}"
             f"{' ' + setting if setting else ''} {state} {rec.get('runtime_s', 0.0):.2f}s{extra}",
             file=sys.stderr,
             flush=True,
@@ -230,7 +230,7 @@ def reproduce(
 
         def on_cell(rec: Mapping[str, Any], done: int, total: int) -> None:
             spec = rec["spec"]
-            desc = f"{spec['paper']} {spec['claim']} seed={spec['seed']}"
+            desc = f"{spec['paper']} {rec.get('claim', '')} seed={spec['seed']}"
             progress_ctx.update(task, completed=done, total=total, description=desc)
             if rec["status"] == "error":
                 progress_ctx.console.print(f"[red]cell failed[/] {desc}: {rec['error']['message']}")

@@ -84,7 +84,7 @@ def _bad_output(cell):
     ],
 )
 def test_malformed_cell_output_is_an_error_record(output, match):
-    rec = execute_cell(lambda cell: output, Cell("p", "C1", "smoke", {}, 0), ("large", "small"), "sq_error")
+    rec = execute_cell(lambda cell: output, Cell("p", "C1", "smoke", {}, 0), [("sq_error", ("large", "small"))])
     assert rec["status"] == "error"
     assert rec["error"]["type"] == "CellOutputError"
     assert match in rec["error"]["message"]
@@ -202,14 +202,25 @@ def test_relative_effect_against_a_zero_baseline_gives_an_error_card(tmp_path):
     assert good["status"] == "ok"
 
 
-def test_cached_cells_are_not_reused_when_the_claim_reads_something_else(tmp_path):
+def test_cached_cells_are_not_reused_when_they_lack_what_the_claim_reads(tmp_path):
     run([tiny_card()], profile="smoke", out=tmp_path, report=False)
     c = tiny_card().claims[0]
     fields = {f: getattr(c, f) for f in c.__dataclass_fields__}
-    swapped = Claim(**{**fields, "method": "small", "baselines": ("large",)})
-    paper = PaperCard("tiny", "Tiny", "stats", "api", "stats", (swapped,))
-    again = run([paper], profile="smoke", out=tmp_path, report=False)
-    assert again.cached == 0 and again.computed == 12
+    other_metric = Claim(**{**fields, "metric": "abs_error"})  # the cached records have no abs_error
+    again = run([PaperCard("tiny", "Tiny", "stats", "api", "stats", (other_metric,))], profile="smoke", out=tmp_path)
+    assert again.cached == 0 and again.computed == 12 and again.failed == 12
+    assert again.cards[0]["status"] == "error"
+
+
+def test_claims_sharing_a_cell_function_share_the_work(tmp_path):
+    c = tiny_card().claims[0]
+    fields = {f: getattr(c, f) for f in c.__dataclass_fields__}
+    mirrored = Claim(**{**fields, "id": "C2", "method": "small", "baselines": ("large",)})
+    paper = PaperCard("tiny", "Tiny", "stats", "api", "stats", (c, mirrored))
+    result = run([paper], profile="smoke", out=tmp_path, report=False)
+    assert result.computed == 12  # not 24: the second claim reads the same cells
+    first, second = result.cards
+    assert first["comparisons"][0]["effect"] == pytest.approx(-second["comparisons"][0]["effect"])
 
 
 def test_written_files_get_the_usual_mode(tmp_path):

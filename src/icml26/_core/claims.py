@@ -85,7 +85,10 @@ class Profile:
 
 @dataclass(frozen=True)
 class Cell:
-    """One unit of work: a claim at one setting and one seed. Picklable; ``spec()`` is its JSON form."""
+    """One unit of work: a cell function at one setting and one seed. Picklable; ``spec()`` is its JSON form.
+
+    Claims that share a cell function, a profile and settings share their cells: the work is done once.
+    """
 
     paper: str
     claim: str
@@ -95,16 +98,17 @@ class Cell:
     revision: int = 1
     expects: tuple[str, ...] = ()  # (metric, method, *baselines): what the claim reads from the output
     version: str = field(default_factory=lambda: _package_version())
+    function: str = ""  # module.qualname of the cell function
 
     def spec(self) -> dict[str, Any]:
+        """What the result depends on (and so the cache key): not the claim id, not what a claim reads."""
         return {
             "paper": self.paper,
-            "claim": self.claim,
+            "function": self.function,
             "profile": self.profile,
             "setting": dict(self.setting),
             "seed": self.seed,
             "revision": self.revision,
-            "expects": list(self.expects),
             "version": self.version,
         }
 
@@ -112,8 +116,9 @@ class Cell:
     def key(self) -> str:
         """Stable hash of the spec: the name under which a finished cell is cached (resume).
 
-        It changes with the setting, the seed, the claim's revision (bump it when the cell's code changes),
-        what the claim reads (metric and methods) and the package version; ``--force`` recomputes regardless.
+        It changes with the cell function, the setting, the seed, the claim's revision (bump it when the cell's
+        code changes) and the package version; ``--force`` recomputes regardless. A cached cell is reused only
+        if it still reports everything the claim reads.
         """
         return stable_hash(self.spec())
 
@@ -256,7 +261,16 @@ class Claim:
         prof = self.profiles[profile]
         n_seeds = prof.seeds if seeds is None else seeds
         return [
-            Cell(paper, self.id, profile, dict(setting), seed, self.revision, (self.metric, *self.methods))
+            Cell(
+                paper,
+                self.id,
+                profile,
+                dict(setting),
+                seed,
+                self.revision,
+                (self.metric, *self.methods),
+                function=f"{self.run.__module__}.{self.run.__qualname__}",
+            )
             for setting in prof.settings
             for seed in range(n_seeds)
         ]

@@ -47,7 +47,10 @@ class CellOutputError(ValueError):
     """A cell function returned something that is not ``{"metrics": {method: {metric: number}}}``."""
 
 
-def _check_output(out: Any, methods: Sequence[str], metric: str) -> dict[str, Any]:
+Requirement = tuple[str, tuple[str, ...]]  # (metric, methods): what one claim reads from a cell
+
+
+def _check_output(out: Any, requirements: Sequence[Requirement]) -> dict[str, Any]:
     if not isinstance(out, Mapping) or not isinstance(out.get("metrics"), Mapping):
         raise CellOutputError("a cell must return a mapping with a 'metrics' mapping {method: {metric: value}}")
     metrics: dict[str, dict[str, float]] = {}
@@ -62,9 +65,10 @@ def _check_output(out: Any, methods: Sequence[str], metric: str) -> dict[str, An
             if not math.isfinite(v):
                 raise CellOutputError(f"metrics[{method!r}][{name!r}] is not finite ({v})")
             metrics[str(method)][str(name)] = float(v)
-    for m in methods:
-        if metric not in metrics.get(m, {}):
-            raise CellOutputError(f"the cell reported no {metric!r} for {m!r} (it reported {sorted(metrics)})")
+    for metric, methods in requirements:
+        for m in methods:
+            if metric not in metrics.get(m, {}):
+                raise CellOutputError(f"the cell reported no {metric!r} for {m!r} (it reported {sorted(metrics)})")
     extra = {k: to_jsonable(v) for k, v in out.items() if k in ("curves", "info")}
     unknown = sorted(set(out) - {"metrics", "curves", "info"})
     if unknown:
@@ -72,12 +76,15 @@ def _check_output(out: Any, methods: Sequence[str], metric: str) -> dict[str, An
     return {"metrics": metrics, **extra}
 
 
-def execute_cell(run: CellFunction, cell: Cell, methods: Sequence[str], metric: str) -> dict[str, Any]:
-    """Run one cell and return its record; never raises for an error inside the cell (it is recorded)."""
+def execute_cell(run: CellFunction, cell: Cell, requirements: Sequence[Requirement]) -> dict[str, Any]:
+    """Run one cell and return its record; never raises for an error inside the cell (it is recorded).
+
+    ``requirements`` lists, for every claim that reads this cell, its metric and methods.
+    """
     start = time.perf_counter()
-    record: dict[str, Any] = {"key": cell.key, "spec": cell.spec()}
+    record: dict[str, Any] = {"key": cell.key, "spec": cell.spec(), "claim": cell.claim}
     try:
-        record.update(_check_output(run(cell), methods, metric))
+        record.update(_check_output(run(cell), requirements))
         record["status"] = "ok"
     except Exception as exc:  # one failing cell must never kill the run
         record.update(
@@ -96,7 +103,7 @@ def _cell_path(out: Path, cell: Cell) -> Path:
     return out / ".cells" / cell.paper / f"{cell.key}.json"
 
 
-def _load_finished(path: Path, cell: Cell) -> dict[str, Any] | None:
+def _load_finished(path: Path, cell: Cell, requirements: Sequence[Requirement]) -> dict[str, Any] | None:
     try:
         rec = read_json(path)
     except (OSError, ValueError):
@@ -104,8 +111,8 @@ def _load_finished(path: Path, cell: Cell) -> dict[str, Any] | None:
     if not (isinstance(rec, dict) and rec.get("status") == "ok" and rec.get("spec") == to_jsonable(cell.spec())):
         return None
     try:  # a cached record must still satisfy what the claim reads from it
-        _check_output({k: rec[k] for k in ("metrics", "curves", "info") if k in rec}, cell.expects[1:], cell.expects[0])
-    except (CellOutputError, IndexError):
+        _check_output({k: rec[k] for k in ("metrics", "curves", "info") if k in rec}, requirements)
+    except CellOutputError:
         return None
     return rec
 
@@ -197,28 +204,33 @@ def run(
             continue
         plan.extend((paper, claim, cells) for claim, cells in paper.plan(profile, seeds))
 
-    total = sum(len(cells) for _, _, cells in plan)
-    records: dict[str, dict[str, Any]] = {}
-    todo: list[tuple[CellFunction, Cell, tuple[str, ...], str]] = []
-    done = 0
+    # One job per distinct cell key: claims that share a cell function and settings share the work.
+    jobs: dict[str, tuple[CellFunction, Cell, list[Requirement]]] = {}
     for _paper, claim, cells in plan:
         for cell in cells:
-            rec = None if force else _load_finished(_cell_path(out_dir, cell), cell)
-            if rec is None:
-                todo.append((claim.run, cell, claim.methods, claim.metric))
-                continue
-            rec["cached"] = True
-            records[cell.key] = rec
-            done += 1
-            result.cached += 1
-            if on_cell:
-                on_cell(rec, done, total)
+            job = jobs.setdefault(cell.key, (claim.run, cell, []))
+            job[2].append((claim.metric, claim.methods))
 
-    cells_by_key = {args[1].key: args[1] for args in todo}
+    total = len(jobs)
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[CellFunction, Cell, list[Requirement]]] = []
+    done = 0
+    for key, (run_fn, cell, requirements) in jobs.items():
+        rec = None if force else _load_finished(_cell_path(out_dir, cell), cell, requirements)
+        if rec is None:
+            todo.append((run_fn, cell, requirements))
+            continue
+        rec["cached"] = True
+        records[key] = rec
+        done += 1
+        result.cached += 1
+        if on_cell:
+            on_cell(rec, done, total)
+
     for rec in pool.map_unordered(execute_cell, todo):
         records[rec["key"]] = rec
         if rec["status"] == "ok":
-            write_json(_cell_path(out_dir, cells_by_key[rec["key"]]), rec)
+            write_json(_cell_path(out_dir, jobs[rec["key"]][1]), rec)
         else:
             result.failed += 1
         result.computed += 1
