@@ -205,7 +205,7 @@ REGRET_VS_T = _p(
     smoke={"Ts": [100, 200], "inner_seeds": 1},
     quick={"Ts": [500, 1000, 2000, 4000], "inner_seeds": 4},
     full={"Ts": [500, 1000, 2000, 4000, 8000, 16000, 32000], "inner_seeds": 4},
-    seeds=(1, 3, 5),
+    seeds=(1, 4, 8),
 )
 _SLOPE = dict(
     metric="regret_slope",
