@@ -11,6 +11,7 @@ from icml26.serving.config_selection import (
     DiscreteRequestDist,
     Instance,
     TwoLayerEnv,
+    alibaba_like_instance,
     complementarity_gap,
     fluid_oracle,
     gap_instance,
@@ -107,10 +108,31 @@ def test_no_policy_beats_the_fluid_oracle():
 def test_common_random_numbers_and_type_frequencies():
     inst = gap_instance()
     a, b = TwoLayerEnv(inst, 5000, seed=3), TwoLayerEnv(inst, 5000, seed=3)
-    np.testing.assert_array_equal(a.types, b.types)
-    freq = np.bincount(a.types[:, 0], minlength=4) / 5000
-    np.testing.assert_allclose(freq, inst.dists[0].probs, atol=0.03)
-    assert not np.array_equal(a.types, TwoLayerEnv(inst, 5000, seed=4).types)
+    np.testing.assert_array_equal(a.rewards, b.rewards)
+    np.testing.assert_array_equal(a.consumptions, b.consumptions)
+    _, counts = np.unique(a.rewards[:, 0], return_counts=True)
+    np.testing.assert_allclose(np.sort(counts / 5000), np.sort(inst.dists[0].probs), atol=0.03)
+    assert not np.array_equal(a.rewards, TwoLayerEnv(inst, 5000, seed=4).rewards)
+
+
+def test_continuous_instance_runs_every_learning_policy_within_budget():
+    inst = alibaba_like_instance()
+    T = 400
+    for name in ("sp_ucb_olp", "greedy", "ucb_no_admission", "primal_dual", "random_olp"):
+        env = TwoLayerEnv(inst, T, seed=1)
+        result = run_policy(env, make_policy(name, inst, T, seed=1, resolution=0.05))
+        assert np.all(result.used <= inst.b * T + 1e-9)
+    policy = make_policy("sp_ucb_olp", inst, T, resolution=0.05)
+    run_policy(TwoLayerEnv(inst, T, seed=2), policy)
+    assert max(len(s.counts) for s in policy.samples) <= 21 * 21 * 41  # the snapped grid bounds the LP size
+
+
+def test_continuous_instances_need_an_explicit_approximate_oracle():
+    inst = alibaba_like_instance()
+    with pytest.raises(ValueError, match="discrete request types"):
+        fluid_oracle(inst)
+    approx = fluid_oracle(inst.discretized(300))
+    assert 0 < approx.value <= inst.r_max
 
 
 def test_fixed_best_configuration_earns_its_fluid_value():
@@ -176,6 +198,8 @@ def test_k_sweep_instances_keep_the_mixing_optimum():
         (lambda: fluid_oracle(gap_instance(), fixed=5), "fixed must be"),
         (lambda: make_policy("oracle", gap_instance(), 10), "unknown policy"),
         (lambda: make_policy("sp_ucb_olp", gap_instance(), 10, alpha=-1.0), "alpha"),
+        (lambda: make_policy("sp_ucb_olp", gap_instance(), 10, resolution=0.0), "resolution"),
+        (lambda: make_policy("fixed_best", alibaba_like_instance(), 10), "discrete request types"),
     ],
 )
 def test_bad_input_gives_clear_errors(call, match):

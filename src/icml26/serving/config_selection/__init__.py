@@ -30,8 +30,11 @@ References
 """
 
 from icml26.serving.config_selection.instances import (
+    ContinuousRequestDist,
     DiscreteRequestDist,
     Instance,
+    RequestDist,
+    alibaba_like_instance,
     gap_instance,
     k_sweep_instance,
     random_instance,
@@ -61,6 +64,7 @@ __all__ = [
     "POLICIES",
     "SPUCBOLP",
     "BudgetViolation",
+    "ContinuousRequestDist",
     "DiscreteRequestDist",
     "FixedConfigOLP",
     "FluidSolution",
@@ -68,9 +72,11 @@ __all__ = [
     "Policy",
     "PrimalDualOLP",
     "RandomConfigOLP",
+    "RequestDist",
     "RunResult",
     "TwoLayerEnv",
     "UCBNoAdmission",
+    "alibaba_like_instance",
     "complementarity_gap",
     "fluid_oracle",
     "gap_instance",

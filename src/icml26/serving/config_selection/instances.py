@@ -7,12 +7,40 @@ Carlo error in the benchmark, which would swamp a sqrt(T) regret).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["DiscreteRequestDist", "Instance", "gap_instance", "k_sweep_instance", "random_instance"]
+__all__ = [
+    "ContinuousRequestDist",
+    "DiscreteRequestDist",
+    "Instance",
+    "RequestDist",
+    "alibaba_like_instance",
+    "gap_instance",
+    "k_sweep_instance",
+    "random_instance",
+]
+
+
+class RequestDist(Protocol):
+    """What the environment and the policies need of a configuration's request distribution."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def r_max(self) -> float: ...
+
+    @property
+    def a_max(self) -> float: ...
+
+    def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """len(u) requests (rewards (T,), consumptions (T, d)); discrete types use the common uniforms u."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,9 +78,25 @@ class DiscreteRequestDist:
     def dim(self) -> int:
         return self.consumptions.shape[1]
 
+    @property
+    def r_max(self) -> float:
+        return float(self.rewards.max())
+
+    @property
+    def a_max(self) -> float:
+        return float(self.consumptions.max())
+
+    def types_of(self, u: np.ndarray) -> np.ndarray:
+        """Inverse-CDF type index of each uniform in u."""
+        return np.minimum(np.searchsorted(np.cumsum(self.probs), u, side="right"), self.n_types - 1)
+
+    def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        j = self.types_of(u)
+        return self.rewards[j], self.consumptions[j]
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """Type indices of ``n`` independent requests."""
-        return np.minimum(np.searchsorted(np.cumsum(self.probs), rng.random(n), side="right"), self.n_types - 1)
+        return self.types_of(rng.random(n))
 
     def surplus(self, p: ArrayLike) -> float:
         """g(p) = E[(r - p.a)^+]: the value of one request at bid prices p."""
@@ -64,14 +108,57 @@ class DiscreteRequestDist:
         return np.asarray((self.probs * accept) @ self.consumptions)
 
 
+class ContinuousRequestDist:
+    """Requests from a sampler ``sampler(rng, n) -> (rewards (n,), consumptions (n, d))`` within known bounds.
+
+    The fluid oracle is exact only for discrete types; :meth:`to_discrete` gives an empirical (Monte Carlo)
+    approximation, whose per-period error times T can swamp a sqrt(T) regret: use it for exploration only.
+    """
+
+    def __init__(
+        self,
+        sampler: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]],
+        dim: int,
+        r_max: float,
+        a_max: float,
+    ) -> None:
+        if dim < 1 or not (r_max > 0 and a_max > 0):
+            raise ValueError("need dim >= 1 and positive bounds r_max, a_max")
+        self.sampler, self._dim, self._r_max, self._a_max = sampler, dim, float(r_max), float(a_max)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def r_max(self) -> float:
+        return self._r_max
+
+    @property
+    def a_max(self) -> float:
+        return self._a_max
+
+    def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        r, a = self.sampler(rng, len(u))
+        r, a = np.asarray(r, float), np.asarray(a, float).reshape(len(u), self.dim)
+        if np.any(r < 0) or np.any(r > self.r_max) or np.any(a < 0) or np.any(a > self.a_max):
+            raise ValueError("the sampler produced a request outside [0, r_max] x [0, a_max]^d")
+        return r, a
+
+    def to_discrete(self, n: int, seed: int = 0) -> DiscreteRequestDist:
+        """The empirical distribution of n draws (equal weights): an approximate, Monte Carlo oracle input."""
+        r, a = self.draw(np.zeros(n), np.random.default_rng(seed))
+        return DiscreteRequestDist(np.full(n, 1.0 / n), r, a)
+
+
 @dataclass(frozen=True, eq=False)
 class Instance:
     """K configurations over d resources and a per-period budget b > 0 (the horizon's budget is B = b T)."""
 
-    dists: tuple[DiscreteRequestDist, ...]
+    dists: tuple[RequestDist, ...]
     b: np.ndarray
 
-    def __init__(self, dists: tuple[DiscreteRequestDist, ...] | list[DiscreteRequestDist], b: ArrayLike) -> None:
+    def __init__(self, dists: tuple[RequestDist, ...] | list[RequestDist], b: ArrayLike) -> None:
         dists = tuple(dists)
         budget = np.atleast_1d(np.asarray(b, dtype=float))
         if not dists:
@@ -97,11 +184,31 @@ class Instance:
 
     @property
     def r_max(self) -> float:
-        return float(max(dist.rewards.max() for dist in self.dists))
+        return max(dist.r_max for dist in self.dists)
 
     @property
     def a_max(self) -> float:
-        return float(max(dist.consumptions.max() for dist in self.dists))
+        return max(dist.a_max for dist in self.dists)
+
+    @property
+    def is_discrete(self) -> bool:
+        return all(isinstance(dist, DiscreteRequestDist) for dist in self.dists)
+
+    def discrete(self) -> tuple[DiscreteRequestDist, ...]:
+        """The distributions as discrete types, or a clear error (the exact oracle needs them)."""
+        if not self.is_discrete:
+            raise ValueError(
+                "the exact fluid oracle needs discrete request types; use instance.discretized(n) for an "
+                "approximate (Monte Carlo) one"
+            )
+        return self.dists  # type: ignore[return-value]
+
+    def discretized(self, n: int, seed: int = 0) -> Instance:
+        """Continuous configurations replaced by the empirical distribution of n draws each."""
+        return Instance(
+            [d if isinstance(d, DiscreteRequestDist) else d.to_discrete(n, seed + k) for k, d in enumerate(self.dists)],
+            self.b,
+        )
 
 
 def _types(rows: list[tuple[float, ...]]) -> DiscreteRequestDist:
@@ -147,3 +254,33 @@ def random_instance(K: int, d: int, J: int, rng: np.random.Generator, budget: fl
         DiscreteRequestDist(np.full(J, 1.0 / J), rng.uniform(0, 1, J), rng.uniform(0, 1, (J, d))) for _ in range(K)
     ]
     return Instance(dists, np.full(d, budget))
+
+
+# Published marginals of the Alibaba 2018 batch_task trace (on a 0-100 scale), from the paper's repository notes.
+_CPU_MEAN, _CPU_SD, _MEM_MEAN, _MEM_SD = 83.6, 63.5, 34.9, 29.9
+
+
+def alibaba_like_instance(b: tuple[float, float] = (0.35, 0.15), noise: float = 0.1) -> Instance:
+    """A *synthetic* continuous instance shaped like the official "real" experiment (K = 3, d = 2).
+
+    Consumption (cpu, mem) is drawn from gamma laws matched to the trace's published means and standard
+    deviations, divided by 200 and 100 and clipped to [0, 1]; the reward is c1[theta] cpu + c2[theta] mem plus
+    N(0, noise^2) noise, clipped to [0, 2]: configuration 0 pays for cpu, 1 for memory, 2 for both, less.
+    Not the trace itself (it is not available offline).
+    """
+    coef = ((1.0, 0.2), (0.2, 1.0), (0.55, 0.55))
+
+    def gamma(rng: np.random.Generator, mean: float, sd: float, n: int) -> np.ndarray:
+        shape = (mean / sd) ** 2
+        return rng.gamma(shape, sd**2 / mean, n)
+
+    def make(c1: float, c2: float) -> ContinuousRequestDist:
+        def sampler(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+            cpu = np.clip(gamma(rng, _CPU_MEAN, _CPU_SD, n) / 200.0, 0.0, 1.0)
+            mem = np.clip(gamma(rng, _MEM_MEAN, _MEM_SD, n) / 100.0, 0.0, 1.0)
+            r = np.clip(c1 * cpu + c2 * mem + noise * rng.standard_normal(n), 0.0, 2.0)
+            return r, np.stack([cpu, mem], axis=1)
+
+        return ContinuousRequestDist(sampler, dim=2, r_max=2.0, a_max=1.0)
+
+    return Instance([make(*c) for c in coef], b)

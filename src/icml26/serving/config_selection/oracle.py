@@ -45,13 +45,14 @@ def _solve(c, A_ub, b_ub, A_eq=None, b_eq=None, bounds=None):  # type: ignore[no
 def fluid_oracle(instance: Instance, fixed: int | None = None) -> FluidSolution:
     """Solve the switching-aware fluid LP (or, with ``fixed=theta``, the single-configuration LP)."""
     K, d = instance.K, instance.d
-    sizes = [dist.n_types for dist in instance.dists]
+    dists = instance.discrete()
+    sizes = [dist.n_types for dist in dists]
     n_y = sum(sizes)
     offsets = np.cumsum([0, *sizes])
     # variables: y (n_y), then w (K); maximise reward -> minimise its negative
-    reward = np.concatenate([dist.probs * dist.rewards for dist in instance.dists])
+    reward = np.concatenate([dist.probs * dist.rewards for dist in dists])
     c = np.concatenate([-reward, np.zeros(K)])
-    usage = np.concatenate([(dist.probs[:, None] * dist.consumptions) for dist in instance.dists]).T  # (d, n_y)
+    usage = np.concatenate([(dist.probs[:, None] * dist.consumptions) for dist in dists]).T  # (d, n_y)
     budget_rows = hstack([csr_array(usage), csr_array((d, K))])
     # y_theta_j - w_theta <= 0
     link = np.zeros((n_y, K))
@@ -95,14 +96,15 @@ def minmax_dual(
     The mixture w is the vector of duals of the K epigraph rows (they sum to one): the optimal primal weights.
     """
     K, d = instance.K, instance.d
+    dists = instance.discrete()
     b = instance.b if b is None else np.asarray(b, float)
     bonus = np.zeros(K) if bonus is None else np.asarray(bonus, float)
-    sizes = [dist.n_types for dist in instance.dists]
+    sizes = [dist.n_types for dist in dists]
     n_s = sum(sizes)
     # variables: p (d), z (1), s (n_s)
     c = np.concatenate([b, [1.0], np.zeros(n_s)])
-    a_all = np.concatenate([dist.consumptions for dist in instance.dists])
-    r_all = np.concatenate([dist.rewards for dist in instance.dists])
+    a_all = np.concatenate([dist.consumptions for dist in dists])
+    r_all = np.concatenate([dist.rewards for dist in dists])
     # Rows: -a.p - s <= -r (hinge), then pi_theta.s_theta - z <= -bonus_theta (epigraph). The LP is tiny
     # (types x types), so a dense matrix is cheaper to build than a sparse one.
     A_ub = np.zeros((n_s + K, d + 1 + n_s))
@@ -110,7 +112,7 @@ def minmax_dual(
     A_ub[:n_s, d + 1 :] = -np.eye(n_s)
     A_ub[n_s:, d] = -1.0
     start = 0
-    for k, dist in enumerate(instance.dists):
+    for k, dist in enumerate(dists):
         A_ub[n_s + k, d + 1 + start : d + 1 + start + dist.n_types] = dist.probs
         start += dist.n_types
     b_ub = np.concatenate([-r_all, -bonus])
@@ -129,8 +131,9 @@ def saddle_residuals(instance: Instance, sol: FluidSolution) -> dict[str, float]
     - complementarity: max_j p_j (b_j - consumption_j), with the LP's own (possibly fractional) acceptance y;
     - duality: V_mix - (p.b + max_theta g_theta(p)).
     """
-    g = np.array([dist.surplus(sol.p) for dist in instance.dists])
-    used = sum((dist.probs * y) @ dist.consumptions for dist, y in zip(instance.dists, sol.y, strict=True))
+    dists = instance.discrete()
+    g = np.array([dist.surplus(sol.p) for dist in dists])
+    used = sum((dist.probs * y) @ dist.consumptions for dist, y in zip(dists, sol.y, strict=True))
     return {
         "equilibrium": float(sol.w @ (g.max() - g)),
         "feasibility": float(np.maximum(used - instance.b, 0.0).max()),

@@ -63,9 +63,16 @@ def _fits(a: np.ndarray, remaining: np.ndarray) -> bool:
 
 
 class TypeCounts:
-    """Empirical request distribution of one configuration, aggregated by distinct (r, a)."""
+    """Empirical request distribution of one configuration, aggregated by distinct (r, a).
 
-    def __init__(self, d: int) -> None:
+    Discrete requests aggregate exactly. For continuous requests pass ``resolution``: (r, a) are snapped to that
+    grid, which bounds the number of types (and so the LP) whatever the horizon.
+    """
+
+    def __init__(self, d: int, resolution: float | None = None) -> None:
+        if resolution is not None and not resolution > 0:
+            raise ValueError(f"resolution must be positive, got {resolution}")
+        self.resolution = resolution
         self.index: dict[tuple[float, ...], int] = {}
         self.rewards: list[float] = []
         self.consumptions: list[np.ndarray] = []
@@ -74,6 +81,9 @@ class TypeCounts:
         self.d = d
 
     def add(self, r: float, a: np.ndarray) -> None:
+        if self.resolution is not None:  # continuous requests: snap to a grid so the type count stays bounded
+            r = round(r / self.resolution) * self.resolution
+            a = np.round(a / self.resolution) * self.resolution
         key = (r, *a.tolist())
         j = self.index.get(key)
         if j is None:
@@ -113,6 +123,7 @@ class _ResolvingPolicy:
         resolve_every: int = 10,
         resolve_growth: float = 0.0,
         budget: str = "remaining",
+        resolution: float | None = None,
     ) -> None:
         b = np.asarray(b, float)
         if T < 1 or K < 1 or np.any(b <= 0):
@@ -124,7 +135,7 @@ class _ResolvingPolicy:
         self.rng = np.random.default_rng(seed)
         self.warm = K * warm_start_rounds
         self.resolve_every, self.resolve_growth, self.budget = resolve_every, resolve_growth, budget
-        self.samples = [TypeCounts(self.d) for _ in range(K)]
+        self.samples = [TypeCounts(self.d, resolution) for _ in range(K)]
         self.used = np.zeros(self.d)
         self.p = np.zeros(self.d)
         self.w = np.full(K, 1.0 / K)
@@ -221,7 +232,7 @@ class FixedConfigOLP:
     def __init__(self, instance: Instance, seed: int = 0) -> None:
         self.theta = int(np.argmax(single_values(instance)))
         sol = fluid_oracle(instance, fixed=self.theta)
-        dist = instance.dists[self.theta]
+        dist = instance.discrete()[self.theta]
         # y_theta_j <= w_theta = 1 is already the probability of accepting a type-j request
         self.accept_prob = {
             (float(r), *a.tolist()): float(np.clip(y, 0.0, 1.0))
@@ -268,9 +279,11 @@ class PrimalDualOLP:
 
     name = "primal_dual"
 
-    def __init__(self, K: int, b: np.ndarray, T: int, r_max: float, seed: int = 0) -> None:
+    def __init__(
+        self, K: int, b: np.ndarray, T: int, r_max: float, seed: int = 0, resolution: float | None = None
+    ) -> None:
         self.K, self.b, self.T, self.r_max = K, np.asarray(b, float), T, r_max
-        self.samples = [TypeCounts(self.b.size) for _ in range(K)]
+        self.samples = [TypeCounts(self.b.size, resolution) for _ in range(K)]
         self.p = np.zeros(self.b.size)
         self.eta = 1.0 / math.sqrt(T)
         self.p_max = r_max / float(self.b.min()) + 1.0
@@ -319,5 +332,5 @@ def make_policy(name: str, instance: Instance, T: int, seed: int = 0, **kw) -> P
     if name == "ucb_no_admission":
         return UCBNoAdmission(K, r_max, seed=seed)
     if name == "primal_dual":
-        return PrimalDualOLP(K, b, T, r_max, seed=seed)
+        return PrimalDualOLP(K, b, T, r_max, seed=seed, resolution=kw.get("resolution"))
     raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")

@@ -1,8 +1,9 @@
 """The two-layer environment and the simulation loop, with common random numbers across policies.
 
-Period t draws one uniform u_t; whichever configuration a policy picks, its request is the type that u_t selects
-under that configuration's distribution. Every policy therefore faces the same request stream (paired
-comparisons), and a policy's choice changes which request it sees, never the randomness behind it.
+The environment draws, before any policy plays, the request every configuration would send at every period
+(discrete configurations from one shared uniform u_t per period). Whichever configuration a policy picks, it
+sees that pre-drawn request: every policy faces the same streams (paired comparisons), and a policy's choice
+changes which request it sees, never the randomness behind it.
 """
 
 from __future__ import annotations
@@ -33,16 +34,16 @@ class TwoLayerEnv:
             raise ValueError(f"T must be >= 1, got {T}")
         self.instance, self.T = instance, T
         rng = np.random.default_rng(seed)
-        u = rng.random(T)
+        u = rng.random(T)  # discrete configurations: the same uniform u_t picks every configuration's type
         self.admit_u = rng.random(T)
-        cdfs = [np.cumsum(dist.probs) for dist in instance.dists]
-        # (T, K) type indices: the same uniform u_t for every configuration
-        self.types = np.stack([np.minimum(np.searchsorted(c, u, side="right"), len(c) - 1) for c in cdfs], axis=1)
+        streams = rng.spawn(instance.K)  # continuous configurations: one generator each
+        self.rewards = np.empty((T, instance.K))
+        self.consumptions = np.empty((T, instance.K, instance.d))
+        for k, dist in enumerate(instance.dists):
+            self.rewards[:, k], self.consumptions[:, k] = dist.draw(u, streams[k])
 
     def request(self, t: int, theta: int) -> tuple[float, np.ndarray]:
-        dist = self.instance.dists[theta]
-        j = self.types[t, theta]
-        return float(dist.rewards[j]), dist.consumptions[j]
+        return float(self.rewards[t, theta]), self.consumptions[t, theta]
 
 
 @dataclass(frozen=True)
