@@ -72,6 +72,15 @@ def main(m: int = 2000, d: int = 10) -> None:
             f"icml26, block={block:<5}             {t * 1e3:7.1f} ms  peak {mem:6.1f} MB"
             f"  (time x{t / t_ref:.2f}, memory x{mem / mem_ref:.2f} of the anchor)"
         )
+    try:
+        import torch
+    except ImportError:
+        return
+    Xt, Yt = torch.tensor(X), torch.tensor(Y)
+    test = NAMMDClosenessTest(eps, kernel=kernel)
+    t, _, res = measure(lambda: test.test(Xt, Yt))
+    assert np.isclose(res.statistic, ref_z)
+    print(f"icml26, torch CPU float64, block=256 {t * 1e3:7.1f} ms  (time x{t / t_ref:.2f}; memory not traced)")
 
 
 if __name__ == "__main__":

@@ -290,3 +290,38 @@ def test_bad_input_gives_clear_errors(call, match):
 def test_kernel_must_be_bounded_kernel_object():
     with pytest.raises(TypeError, match="diag"):
         nammd(np.ones((5, 2)), np.ones((5, 2)), kernel=lambda a, b: a @ b.T)
+
+
+def test_torch_tensors_give_the_numpy_results():
+    torch = pytest.importorskip("torch")
+    from icml26.stats.nammd import paired_stats_torch
+
+    rng = np.random.default_rng(12)
+    X, Y = rng.normal(size=(2, 57, 3)), rng.normal(size=(2, 57, 3)) + 0.2
+    ref = paired_stats(X, Y, K1)
+    for block in (8, 256):
+        got = paired_stats_torch(torch.tensor(X), torch.tensor(Y), K1, block=block)
+        np.testing.assert_allclose(got.row_h, ref.row_h, atol=1e-12)
+        np.testing.assert_allclose(got.row_d, ref.row_d, atol=1e-12)
+        np.testing.assert_allclose(got.sum_h2, ref.sum_h2, rtol=1e-12)
+    a = NAMMDClosenessTest(0.01, kernel=K1).test(X[0], Y[0])
+    b = NAMMDClosenessTest(0.01, kernel=K1).test(torch.tensor(X[0]), torch.tensor(Y[0]))
+    assert (a.statistic, a.reject) == pytest.approx((b.statistic, b.reject), rel=1e-10)
+    with pytest.raises(ValueError, match="finite"):
+        paired_stats_torch(
+            torch.full((5, 2), float("nan"), dtype=torch.float64), torch.zeros(5, 2, dtype=torch.float64), K1
+        )
+
+
+@pytest.mark.gpu
+def test_cuda_float32_agrees_with_numpy():
+    import torch
+
+    rng = np.random.default_rng(13)
+    X, Y = rng.normal(size=(2000, 10)), rng.normal(size=(2000, 10)) + 0.1
+    ref = NAMMDClosenessTest(0.001, kernel=GaussianKernel(3.0)).test(X, Y)
+    got = NAMMDClosenessTest(0.001, kernel=GaussianKernel(3.0)).test(
+        torch.tensor(X, dtype=torch.float32, device="cuda"), torch.tensor(Y, dtype=torch.float32, device="cuda")
+    )
+    assert got.estimate == pytest.approx(ref.estimate, rel=1e-4)
+    assert got.statistic == pytest.approx(ref.statistic, rel=1e-3)

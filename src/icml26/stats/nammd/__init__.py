@@ -26,6 +26,7 @@ A permutation null is *not* used for closeness: it simulates P = Q, not the boun
 
 Implementation: one blocked pass over the Gram matrices gives every statistic and variance (memory linear in m
 for ``block < m``); all functions also accept a leading batch dimension for many independent tests at once.
+numpy is the core; torch tensors (on any device, e.g. CUDA) are handled by torch in the same blocked pass.
 
 References
 ----------
@@ -42,7 +43,7 @@ from icml26.stats.nammd.closeness import (
     NAMMDTwoSampleTest,
     TwoSampleResult,
 )
-from icml26.stats.nammd.estimators import VAR_FLOOR, PairedStats, mmd2_u, nammd, paired_stats
+from icml26.stats.nammd.estimators import VAR_FLOOR, PairedStats, mmd2_u, nammd, paired_stats, paired_stats_torch
 from icml26.stats.nammd.kernels import GaussianKernel, Kernel, PrecomputedKernel, median_bandwidth
 from icml26.stats.nammd.population import (
     PopulationValues,
@@ -69,6 +70,7 @@ __all__ = [
     "mmd2_u",
     "nammd",
     "paired_stats",
+    "paired_stats_torch",
     "population_discrete",
     "population_gaussian",
     "select_bandwidth",

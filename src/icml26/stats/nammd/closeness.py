@@ -26,8 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from icml26.stats.nammd.estimators import PairedStats, Variance, check_paired, paired_stats, resolve_kernel
-from icml26.stats.nammd.kernels import Kernel
+from icml26.stats.nammd.estimators import (
+    PairedStats,
+    Variance,
+    check_paired,
+    is_torch,
+    paired_stats,
+    paired_stats_torch,
+    resolve_kernel,
+)
+from icml26.stats.nammd.kernels import GaussianKernel, Kernel
 
 __all__ = ["ClosenessTestResult", "MMDClosenessTest", "NAMMDClosenessTest", "NAMMDTwoSampleTest", "TwoSampleResult"]
 
@@ -74,9 +82,15 @@ class _ClosenessTest:
             raise ValueError(f"block must be >= 1, got {block}")
         self.epsilon, self.alpha, self.kernel, self.variance, self.block = epsilon, alpha, kernel, variance, block
 
-    def _prepare(self, X: ArrayLike, Y: ArrayLike) -> tuple[np.ndarray, np.ndarray, Kernel]:
+    def _stats(self, X: ArrayLike, Y: ArrayLike) -> PairedStats:
+        """Validate the samples and compute the sufficient statistics (on the tensors' device for torch input)."""
+        if is_torch(X) and is_torch(Y) and (self.kernel is None or isinstance(self.kernel, GaussianKernel)):
+            if X.shape[-2] < 4:  # type: ignore[union-attr]
+                raise ValueError(f"need at least 4 paired samples, got {X.shape[-2]}")  # type: ignore[union-attr]
+            kernel = self.kernel or GaussianKernel.median(X[:1000].detach().cpu().numpy())  # type: ignore[index]
+            return paired_stats_torch(X, Y, kernel, self.block)
         Xa, Ya = check_paired(X, Y, min_m=4)
-        return Xa, Ya, resolve_kernel(self.kernel, Xa, Ya)
+        return paired_stats(Xa, Ya, resolve_kernel(self.kernel, Xa, Ya), self.block)
 
     def _result(self, z: np.ndarray, estimate: np.ndarray, se: np.ndarray) -> ClosenessTestResult:
         pvalue = _norm_sf(z)
@@ -134,9 +148,9 @@ class NAMMDClosenessTest(_ClosenessTest):
         return (est - self.epsilon) / se, est, se
 
     def test(self, X: ArrayLike, Y: ArrayLike) -> ClosenessTestResult:
-        """Run the test on paired samples X ~ P, Y ~ Q of equal size m >= 4."""
-        Xa, Ya, kernel = self._prepare(X, Y)
-        return self._result(*self.statistic(paired_stats(Xa, Ya, kernel, self.block)))
+        """Run the test on paired samples X ~ P, Y ~ Q of equal size m >= 4 (arrays, or torch tensors on any
+        device: the Gram blocks are then computed by torch there)."""
+        return self._result(*self.statistic(self._stats(X, Y)))
 
 
 class MMDClosenessTest(_ClosenessTest):
@@ -163,8 +177,7 @@ class MMDClosenessTest(_ClosenessTest):
         return (stats.mmd2 - self.epsilon) / se, stats.mmd2, se
 
     def test(self, X: ArrayLike, Y: ArrayLike) -> ClosenessTestResult:
-        Xa, Ya, kernel = self._prepare(X, Y)
-        return self._result(*self.statistic(paired_stats(Xa, Ya, kernel, self.block)))
+        return self._result(*self.statistic(self._stats(X, Y)))
 
 
 def _split_nammd(G: np.ndarray, splits: np.ndarray, m: int, K: float) -> np.ndarray:
