@@ -146,8 +146,8 @@ def _write_tables(
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["setting", "seed", "method", "metric", "value"])
     for r in records:
-        for method, metrics in (r.get("metrics") or {}).items():
-            for metric, v in metrics.items():
+        for method, metrics in sorted((r.get("metrics") or {}).items()):  # sorted: fresh and cached rows agree
+            for metric, v in sorted(metrics.items()):
                 w.writerow([canonical_json(r["spec"]["setting"]), r["spec"]["seed"], method, metric, repr(v)])
     path = card_path(out, card.slug, claim.id, profile, ".csv")
     atomic_write_text(path, buf.getvalue())
