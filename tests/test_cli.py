@@ -28,7 +28,7 @@ print("HEAVY=" + ",".join(heavy), file=sys.stderr)
 """
 
 
-@pytest.mark.parametrize("args", [["--help"], ["list"], ["list", "--json"], ["show", "mixfp4"]])
+@pytest.mark.parametrize("args", [["--help"], ["list"], ["list", "--json"], ["show", "nammd"]])
 def test_help_and_list_import_no_torch_nor_matplotlib(args):
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CHECK_IMPORTS.format(args=args)], capture_output=True, text=True)

@@ -1,0 +1,120 @@
+"""MixFP4 encode/decode: per 16-block, E2M1 or E1M2 under NVFP4's scales, the choice in the scale's sign bit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+from icml26.quant._common import (
+    E4M3_MAX,
+    BlockTensor,
+    _blocks,
+    _safe_div,
+    check_blockable,
+    e1m2_decode,
+    e1m2_encode,
+    e2m1_decode,
+    e2m1_encode,
+    e2m2_decode,
+    e4m3_decode,
+    e4m3_encode,
+    nvfp4_global_scale,
+    pack_nibbles,
+    to_e2m2,
+    unpack_nibbles,
+)
+
+__all__ = ["GlobalScale", "e2m2_matmul", "format_share", "mixfp4_qdq", "quantize_mixfp4"]
+
+GlobalScale = Literal["nvfp4", "e1m2_safe"]
+
+
+def _candidates(
+    x: torch.Tensor, block: int, p: float, global_scale: GlobalScale
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Both candidates of every block: (use_e1m2, codes, scale bytes, dequantised values, g, blocks)."""
+    if global_scale not in ("nvfp4", "e1m2_safe"):
+        raise ValueError(f"global_scale must be 'nvfp4' or 'e1m2_safe', got {global_scale!r}")
+    if not p > 0:
+        raise ValueError(f"the selection exponent p must be positive, got {p}")
+    check_blockable(x, block)
+    xb = _blocks(x, block)
+    g = nvfp4_global_scale(x, q_max=6.0 if global_scale == "nvfp4" else 3.5)
+    amax = xb.abs().amax(-1)
+    # E2M1 candidate: exactly NVFP4's block
+    s1_bits = e4m3_encode(amax / (6.0 * g))
+    s1 = (e4m3_decode(s1_bits) * g)[..., None]
+    c1 = e2m1_encode(_safe_div(xb, s1))
+    x1 = e2m1_decode(c1) * s1
+    # E1M2 candidate under the same g; where its scale would pass E4M3's 448 it is not allowed (see the trap)
+    raw2 = amax / (3.5 * g)
+    s2_bits = e4m3_encode(raw2)
+    s2 = (e4m3_decode(s2_bits) * g)[..., None]
+    c2 = e1m2_encode(_safe_div(xb, s2))
+    x2 = e1m2_decode(c2) * s2
+    err1 = (xb - x1).abs().pow(p).sum(-1)
+    err2 = (xb - x2).abs().pow(p).sum(-1)
+    use2 = (raw2 <= E4M3_MAX) & (err2 < err1)  # ties keep E2M1, NVFP4's own choice
+    codes = torch.where(use2[..., None], c2, c1)
+    scale_bits = torch.where(use2, s2_bits | 0x80, s1_bits)
+    values = torch.where(use2[..., None], x2, x1)
+    return use2, codes, scale_bits, values, g, xb
+
+
+def quantize_mixfp4(
+    x: torch.Tensor, block: int = 16, p: float = 2.0, global_scale: GlobalScale = "nvfp4"
+) -> BlockTensor:
+    """Encode x in MixFP4: packed 4-bit codes, one E4M3 scale byte per block (sign bit = E1M2), FP32 g.
+
+    ``p`` is the exponent of the block error used to choose (2: MSE). ``global_scale="nvfp4"`` keeps NVFP4's
+    g = amax / (448 * 6) so both formats share every scale; E1M2 is then not allowed in the few blocks whose E1M2
+    scale amax_b / (3.5 g) would exceed 448. ``"e1m2_safe"`` sizes g with 3.5 instead (no block is excluded).
+    """
+    _, codes, scale_bits, _, g, _ = _candidates(x, block, p, global_scale)
+    return BlockTensor("mixfp4", pack_nibbles(codes.flatten(-2)), scale_bits, g, block, x.shape, x.dtype)
+
+
+def mixfp4_qdq(
+    x: torch.Tensor, block: int = 16, p: float = 2.0, global_scale: GlobalScale = "nvfp4", ste: bool = False
+) -> torch.Tensor:
+    """Fake-quantise: the values ``dequantize(quantize_mixfp4(x))`` would give, without packing.
+
+    ``ste=True`` passes gradients straight through (x + (q(x) - x).detach()).
+    """
+    _, _, _, values, _, _ = _candidates(x.detach() if ste else x, block, p, global_scale)
+    q = values.reshape(x.shape).to(x.dtype)
+    return x + (q - x).detach() if ste else q
+
+
+def format_share(t: BlockTensor) -> float:
+    """Fraction of the blocks stored as E1M2 (the sign bit of their scale byte)."""
+    if t.fmt != "mixfp4":
+        raise ValueError(f"format_share needs a MixFP4 tensor, got {t.fmt}")
+    return float(((t.scales >> 7) & 1).float().mean())
+
+
+def e2m2_matmul(a: BlockTensor, b: BlockTensor) -> torch.Tensor:
+    """a @ b.T through the unified datapath: decode both operands to E2M2, multiply-accumulate inside each block,
+    then apply the product of the two block scales and the two tensor scales (block-scaled MMA semantics).
+
+    ``a`` is (M, K) and ``b`` is (N, K) (a weight, blocked along K like ``a``). An emulation of the arithmetic,
+    not of the hardware: it checks that one E2M2 datapath serves both stored micro-formats exactly.
+    """
+    for t in (a, b):
+        if t.fmt != "mixfp4" or len(t.shape) != 2:
+            raise ValueError("e2m2_matmul takes two 2-d MixFP4 tensors")
+    if a.shape[1] != b.shape[1] or a.block != b.block:
+        raise ValueError(f"inner dimensions/blocks differ: {tuple(a.shape)} vs {tuple(b.shape)}")
+
+    def operand(t: BlockTensor) -> tuple[torch.Tensor, torch.Tensor]:
+        flag = (t.scales >> 7).repeat_interleave(t.block, dim=-1)
+        values = e2m2_decode(to_e2m2(unpack_nibbles(t.codes), flag)).double()
+        scale = e4m3_decode(t.scales & 0x7F).double()
+        return values.reshape(t.shape[0], -1, t.block), scale
+
+    va, sa = operand(a)
+    vb, sb = operand(b)
+    partial = torch.einsum("mkb,nkb->mnk", va, vb)  # exact: E2M2 products and 16-term sums fit in float64
+    out = torch.einsum("mnk,mk,nk->mn", partial, sa, sb) * (a.global_scale.double() * b.global_scale.double())
+    return out.float()

@@ -1,0 +1,232 @@
+"""MixFP4 and the shared formats: bit patterns against ml_dtypes, lossless E2M2 decoding, packing round trips,
+NVFP4/MX recipes against a per-block reference, the selection rule, quantize_, and bad input."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml26.quant import _common as fmt
+from icml26.quant.mixfp4 import (
+    FakeQuantLinear,
+    MixFP4Config,
+    MXFP4Config,
+    NVFP4Config,
+    dequantize,
+    e2m2_matmul,
+    format_share,
+    mixfp4_qdq,
+    mxfp4_quantize,
+    nvfp4_quantize,
+    quantize_,
+    quantize_mixfp4,
+)
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+EDGE = [0.0, -0.0, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 7.0, 1e-30, -1e30, 448.0, 464.0, 480.0, 2**-9, 2**-10]
+
+
+def _ml(x: np.ndarray, dtype) -> np.ndarray:
+    return x.astype(np.float32).astype(dtype).view(np.uint8)
+
+
+@settings(max_examples=50)
+@given(st.lists(st.floats(-1e4, 1e4, allow_nan=False, width=32), min_size=1, max_size=64))
+def test_e2m1_matches_ml_dtypes(values):
+    x = np.array(values + EDGE, dtype=np.float32)
+    ours = fmt.e2m1_encode(torch.from_numpy(x)).numpy()
+    np.testing.assert_array_equal(ours, _ml(x, ml_dtypes.float4_e2m1fn))  # ml_dtypes saturates e2m1fn too
+
+
+@settings(max_examples=50)
+@given(st.lists(st.floats(-448, 448, allow_nan=False, width=32), min_size=1, max_size=64))
+def test_e4m3_matches_ml_dtypes_in_range(values):
+    x = np.array(values + [v for v in EDGE if abs(v) <= 448], dtype=np.float32)
+    np.testing.assert_array_equal(fmt.e4m3_encode(torch.from_numpy(x)).numpy(), _ml(x, ml_dtypes.float8_e4m3fn))
+
+
+def test_e4m3_saturates_where_ml_dtypes_gives_nan():
+    x = torch.tensor([464.0, 1e6, -1e6])
+    codes = fmt.e4m3_encode(x)
+    assert codes.tolist() == [0x7E, 0x7E, 0xFE]  # +-448, never the NaN codes 0x7F / 0xFF
+    assert fmt.e4m3_decode(codes).tolist() == [448.0, 448.0, -448.0]
+
+
+def test_every_e4m3_and_e5m2_code_decodes_like_ml_dtypes():
+    codes = np.arange(256, dtype=np.uint8)
+    ours = fmt.e4m3_decode(torch.from_numpy(codes)).numpy()
+    ref = codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    np.testing.assert_array_equal(ours, ref)  # NaN == NaN with assert_array_equal
+    ours5 = fmt.e5m2_decode(torch.from_numpy(codes)).numpy()
+    np.testing.assert_array_equal(ours5, codes.view(ml_dtypes.float8_e5m2).astype(np.float32))
+    finite = np.isfinite(ref)
+    np.testing.assert_array_equal(fmt.e4m3_encode(torch.from_numpy(ref[finite])).numpy(), codes[finite])
+
+
+def test_e8m0_matches_ml_dtypes():
+    exps = torch.arange(-127, 128)
+    bits = fmt.e8m0_encode(exps).numpy()
+    ref = np.exp2(exps.numpy().astype(np.float32)).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
+    np.testing.assert_array_equal(bits, ref)
+    np.testing.assert_array_equal(
+        fmt.e8m0_decode(torch.from_numpy(bits)).numpy(), np.exp2(exps.numpy().astype(np.float64))
+    )
+
+
+def test_e1m2_is_half_int4_with_ties_to_even():
+    x = torch.tensor([0.24, 0.25, 0.26, 0.75, 1.25, 3.4, 3.75, 100.0, -2.25])
+    assert fmt.e1m2_decode(fmt.e1m2_encode(x)).tolist() == [0.0, 0.0, 0.5, 1.0, 1.0, 3.5, 3.5, 3.5, -2.0]
+
+
+def test_e2m2_decoding_is_lossless_for_all_32_code_flag_pairs():
+    codes = torch.arange(16, dtype=torch.uint8)
+    for flag, decode in ((0, fmt.e2m1_decode), (1, fmt.e1m2_decode)):
+        e2m2 = fmt.to_e2m2(codes, torch.full_like(codes, flag))
+        assert torch.equal(fmt.e2m2_decode(e2m2), decode(codes))
+
+
+@given(st.integers(1, 8), st.integers(0, 2**31))
+def test_nibble_packing_round_trips(n, seed):
+    codes = torch.randint(0, 16, (3, 2 * n), generator=torch.Generator().manual_seed(seed), dtype=torch.uint8)
+    assert torch.equal(fmt.unpack_nibbles(fmt.pack_nibbles(codes)), codes)
+
+
+def _nvfp4_reference(x: torch.Tensor) -> torch.Tensor:
+    """A straightforward per-block loop of the NVFP4 recipe (the anchor the vectorised code must equal)."""
+    out = torch.empty_like(x)
+    g = x.abs().max() / (448 * 6)
+    grid = fmt.E2M1_VALUES
+    for i in range(x.shape[0]):
+        for b in range(0, x.shape[1], 16):
+            blk = x[i, b : b + 16]
+            s = float(np.float32(blk.abs().max() / (6 * g)).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)) * g
+            for j, v in enumerate(blk):
+                if s == 0:
+                    out[i, b + j] = 0
+                    continue
+                a = min(abs(float(v / s)), 6.0)
+                dist = (grid - a).abs()
+                best = torch.nonzero(dist == dist.min()).flatten()
+                k = int(best[0]) if len(best) == 1 else int(best[best % 2 == 0][0])  # tie: even code
+                out[i, b + j] = float(grid[k]) * s * (1 if v >= 0 else -1)
+    return out
+
+
+def test_nvfp4_equals_the_per_block_reference():
+    x = torch.randn(4, 64) * torch.exp(torch.randn(4, 64))
+    x[0, :16] = 0.0  # an all-zero block
+    assert torch.equal(dequantize(nvfp4_quantize(x)), _nvfp4_reference(x))
+
+
+def test_mxfp4_scales_are_powers_of_two_and_values_on_the_grid():
+    x = torch.randn(8, 64) * 10
+    t = mxfp4_quantize(x)
+    d = dequantize(t)
+    scale = fmt.e8m0_decode(t.scales)
+    assert torch.all(torch.log2(scale) == torch.round(torch.log2(scale)))
+    grid_values = (d.reshape(8, 2, 32) / scale[..., None]).abs()
+    assert torch.all(torch.isin(grid_values, fmt.E2M1_VALUES))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.sampled_from(["normal", "laplace", "heavy"]), st.sampled_from([2.0, 1.0, 0.5]))
+def test_mixfp4_round_trip_and_selection(seed, dist, p):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(6, 64, generator=gen)
+    if dist == "laplace":
+        x = x.sign() * torch.empty(6, 64).exponential_(generator=gen)
+    elif dist == "heavy":
+        x = x * torch.exp(2 * torch.randn(6, 64, generator=gen))
+    t = quantize_mixfp4(x, p=p)
+    q = mixfp4_qdq(x, p=p)
+    assert torch.equal(dequantize(t), q)  # packed bytes -> decode == fake-quant
+    assert not torch.any((t.scales == 0x7F) | (t.scales == 0xFF))
+    # per block, MixFP4's error never exceeds its E2M1 candidate's, which is NVFP4's block
+    nv = dequantize(nvfp4_quantize(x))
+    err = lambda a: (x - a).abs().pow(p).reshape(6, 4, 16).sum(-1)  # noqa: E731
+    assert torch.all(err(q) <= err(nv) + 1e-6)
+    # unflagged blocks are bit-identical to NVFP4
+    nvt = nvfp4_quantize(x)
+    flag = (t.scales >> 7).bool()
+    assert torch.equal(t.scales[~flag], nvt.scales[~flag])
+
+
+def test_flagged_zero_block_and_tensor_max_block():
+    x = torch.zeros(1, 32)
+    x[0, 16:] = torch.linspace(-3, 3, 16)
+    t = quantize_mixfp4(x)
+    assert t.scales[0, 0] in (0x00, 0x80) and torch.equal(dequantize(t)[0, :16], torch.zeros(16))
+    # the block holding the tensor max cannot use E1M2 under NVFP4's g (its scale would be 768 > 448)
+    y = torch.randn(1, 64)
+    y[0, 5] = 100.0
+    assert (quantize_mixfp4(y).scales[0, 0] >> 7) == 0
+    assert format_share(quantize_mixfp4(torch.randn(4, 64), global_scale="e1m2_safe")) > 0
+
+
+def test_gaussian_data_mostly_picks_e1m2_and_lowers_the_error():
+    """The notes' expectation for synthetic data: Gaussian blocks favour the uniform grid (recorded share 0.55)."""
+    x = torch.randn(256, 256, generator=torch.Generator().manual_seed(0))
+    t = quantize_mixfp4(x)
+    assert format_share(t) > 0.4
+    nv = dequantize(nvfp4_quantize(x))
+    assert ((x - dequantize(t)) ** 2).mean() < 0.8 * ((x - nv) ** 2).mean()  # recorded ratio 0.72
+
+
+def test_e2m2_matmul_equals_dequantised_matmul():
+    gen = torch.Generator().manual_seed(1)
+    a, b = torch.randn(8, 64, generator=gen), torch.randn(5, 64, generator=gen) * 3
+    ta, tb = quantize_mixfp4(a), quantize_mixfp4(b)
+    torch.testing.assert_close(e2m2_matmul(ta, tb), dequantize(ta) @ dequantize(tb).T, rtol=1e-5, atol=1e-5)
+
+
+def test_quantize_swaps_linears_and_keeps_lm_head():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
+    model.lm_head = torch.nn.Linear(16, 10)
+    x = torch.randn(3, 32)
+    ref = model[2](torch.relu(model[0](x)))
+    quantize_(model, MixFP4Config())
+    assert isinstance(model[0], FakeQuantLinear) and isinstance(model[2], FakeQuantLinear)
+    assert isinstance(model.lm_head, torch.nn.Linear) and not isinstance(model.lm_head, FakeQuantLinear)
+    out = model[2](torch.relu(model[0](x)))
+    assert out.shape == ref.shape and not torch.equal(out, ref)
+    assert torch.equal(model[0].weight, mixfp4_qdq(model[0].weight))  # weights already on the grid: idempotent
+
+
+def test_configs_share_one_transform():
+    for config in (NVFP4Config(activations=False), MXFP4Config(weights=False)):
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64))
+        quantize_(model, config)
+        assert model[0].config is config
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: nvfp4_quantize(torch.randn(4, 15)), ValueError, "multiple of the block size 16"),
+        (lambda: mxfp4_quantize(torch.randn(4, 48)), ValueError, "multiple of the block size 32"),
+        (lambda: quantize_mixfp4(torch.tensor([[float("nan")] * 16])), ValueError, "NaN or inf"),
+        (lambda: quantize_mixfp4(torch.tensor([[float("inf")] * 16])), ValueError, "NaN or inf"),
+        (lambda: quantize_mixfp4(torch.zeros(0, 16)), ValueError, "empty"),
+        (lambda: quantize_mixfp4(torch.ones(2, 16, dtype=torch.int32)), TypeError, "floating-point"),
+        (lambda: quantize_mixfp4(torch.randn(2, 16), p=0.0), ValueError, "positive"),
+        (lambda: quantize_mixfp4(torch.randn(2, 16), global_scale="per_block"), ValueError, "global_scale"),
+        (lambda: quantize_(torch.nn.Sequential(torch.nn.ReLU()), MixFP4Config()), ValueError, "no nn.Linear"),
+        (
+            lambda: quantize_(torch.nn.Sequential(torch.nn.Linear(10, 4)), MixFP4Config()),
+            ValueError,
+            "add them to skip",
+        ),
+        (lambda: quantize_(torch.nn.Sequential(torch.nn.Linear(16, 4)), "mixfp4"), TypeError, "config"),
+    ],
+)
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_bf16_input_keeps_its_dtype():
+    x = torch.randn(4, 32).to(torch.bfloat16)
+    assert mixfp4_qdq(x).dtype == torch.bfloat16
+    assert dequantize(quantize_mixfp4(x)).dtype == torch.bfloat16
