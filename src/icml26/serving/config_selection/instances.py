@@ -58,6 +58,8 @@ class DiscreteRequestDist:
         a = np.asarray(consumptions, dtype=float)
         if a.ndim == 1:
             a = a[:, None]
+        if a.ndim != 2:
+            raise ValueError(f"consumptions must be (J, d), got shape {a.shape}")
         if p.ndim != 1 or p.size == 0:
             raise ValueError("a configuration needs at least one request type (probs must be a non-empty vector)")
         if r.shape != p.shape or a.shape[0] != p.size:
@@ -141,6 +143,8 @@ class ContinuousRequestDist:
     def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         r, a = self.sampler(rng, len(u))
         r, a = np.asarray(r, float), np.asarray(a, float).reshape(len(u), self.dim)
+        if not (np.isfinite(r).all() and np.isfinite(a).all()):
+            raise ValueError("the sampler produced NaN or infinite requests")
         if np.any(r < 0) or np.any(r > self.r_max) or np.any(a < 0) or np.any(a > self.a_max):
             raise ValueError("the sampler produced a request outside [0, r_max] x [0, a_max]^d")
         return r, a

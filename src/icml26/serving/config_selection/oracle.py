@@ -64,7 +64,7 @@ def fluid_oracle(instance: Instance, fixed: int | None = None) -> FluidSolution:
     A_eq = csr_array(np.concatenate([np.zeros(n_y), np.ones(K)])[None, :])
     bounds = [(0, None)] * (n_y + K)
     if fixed is not None:
-        if not 0 <= fixed < K:
+        if not isinstance(fixed, int | np.integer) or not 0 <= fixed < K:
             raise ValueError(f"fixed must be a configuration index in [0, {K}), got {fixed}")
         bounds[n_y:] = [(1.0, 1.0) if k == fixed else (0.0, 0.0) for k in range(K)]
     res = _solve(c, A_ub, b_ub, A_eq, np.array([1.0]), bounds)
@@ -99,22 +99,31 @@ def minmax_dual(
     dists = instance.discrete()
     b = instance.b if b is None else np.asarray(b, float)
     bonus = np.zeros(K) if bonus is None else np.asarray(bonus, float)
+    if b.shape != (d,) or np.any(b < 0) or not np.all(np.isfinite(b)):
+        raise ValueError(f"b must be {d} finite nonnegative budgets, got {b}")
+    if bonus.shape != (K,) or not np.all(np.isfinite(bonus)):
+        raise ValueError(f"bonus must be {K} finite values, got {bonus}")
     sizes = [dist.n_types for dist in dists]
     n_s = sum(sizes)
     # variables: p (d), z (1), s (n_s)
     c = np.concatenate([b, [1.0], np.zeros(n_s)])
     a_all = np.concatenate([dist.consumptions for dist in dists])
     r_all = np.concatenate([dist.rewards for dist in dists])
-    # Rows: -a.p - s <= -r (hinge), then pi_theta.s_theta - z <= -bonus_theta (epigraph). The LP is tiny
-    # (types x types), so a dense matrix is cheaper to build than a sparse one.
-    A_ub = np.zeros((n_s + K, d + 1 + n_s))
-    A_ub[:n_s, :d] = -a_all
-    A_ub[:n_s, d + 1 :] = -np.eye(n_s)
-    A_ub[n_s:, d] = -1.0
-    start = 0
-    for k, dist in enumerate(dists):
-        A_ub[n_s + k, d + 1 + start : d + 1 + start + dist.n_types] = dist.probs
-        start += dist.n_types
+    # Rows: -a.p - s <= -r (hinge), then pi_theta.s_theta - z <= -bonus_theta (epigraph). A few types (discrete
+    # instances) build faster dense; hundreds of types (snapped continuous requests) need a sparse matrix.
+    rows = np.concatenate([np.repeat(np.arange(n_s), d), np.arange(n_s), n_s + np.arange(K)])
+    cols = np.concatenate([np.tile(np.arange(d), n_s), d + 1 + np.arange(n_s), np.full(K, d)])
+    vals = np.concatenate([-a_all.ravel(), -np.ones(n_s), -np.ones(K)])
+    epi_rows = np.concatenate([np.full(dist.n_types, n_s + k) for k, dist in enumerate(dists)])
+    rows = np.concatenate([rows, epi_rows])
+    cols = np.concatenate([cols, d + 1 + np.arange(n_s)])
+    vals = np.concatenate([vals, np.concatenate([dist.probs for dist in dists])])
+    shape = (n_s + K, d + 1 + n_s)
+    if n_s <= 200:
+        A_ub = np.zeros(shape)
+        np.add.at(A_ub, (rows, cols), vals)
+    else:
+        A_ub = csr_array((vals, (rows, cols)), shape=shape)
     b_ub = np.concatenate([-r_all, -bonus])
     bounds = [(0, p_max)] * d + [(None, None)] + [(0, None)] * n_s
     res = _solve(c, A_ub, b_ub, bounds=bounds)

@@ -132,7 +132,14 @@ class _ResolvingPolicy:
             raise ValueError(f"budget must be 'remaining' or 'static', got {budget!r}")
         self.K, self.b, self.T, self.d = K, b, T, b.size
         self.r_max, self.a_max = r_max, a_max
-        self.rng = np.random.default_rng(seed)
+        if warm_start_rounds < 1:
+            raise ValueError(
+                f"warm_start_rounds must be >= 1 (every configuration needs a sample), got {warm_start_rounds}"
+            )
+        if not (r_max > 0 and a_max > 0):
+            raise ValueError(f"r_max and a_max must be positive, got {r_max}, {a_max}")
+        # the policy's own stream, independent of the environment's (which is seeded by the same integer)
+        self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9011C7]))
         self.warm = K * warm_start_rounds
         self.resolve_every, self.resolve_growth, self.budget = resolve_every, resolve_growth, budget
         self.samples = [TypeCounts(self.d, resolution) for _ in range(K)]
@@ -282,6 +289,8 @@ class PrimalDualOLP:
     def __init__(
         self, K: int, b: np.ndarray, T: int, r_max: float, seed: int = 0, resolution: float | None = None
     ) -> None:
+        if T < 1 or K < 1 or not r_max > 0 or np.any(np.asarray(b, float) <= 0):
+            raise ValueError("need T >= 1, K >= 1, r_max > 0 and a positive per-period budget")
         self.K, self.b, self.T, self.r_max = K, np.asarray(b, float), T, r_max
         self.samples = [TypeCounts(self.b.size, resolution) for _ in range(K)]
         self.p = np.zeros(self.b.size)

@@ -57,6 +57,11 @@ class RunResult:
 def run_policy(env: TwoLayerEnv, policy: Policy, on_step: Callable[[int, np.ndarray], None] | None = None) -> RunResult:
     """Play ``policy`` for T periods; raises :class:`BudgetViolation` if it ever exceeds the budget B = b T."""
     inst = env.instance
+    horizon = getattr(policy, "T", env.T)
+    if horizon != env.T:
+        raise ValueError(f"{policy.name} was built for T = {horizon} but the environment has T = {env.T}")
+    if getattr(policy, "K", inst.K) != inst.K:
+        raise ValueError(f"{policy.name} was built for K = {policy.K} configurations, the instance has {inst.K}")  # type: ignore[attr-defined]
     B = inst.b * env.T
     used = np.zeros(inst.d)
     reward, accepted = 0.0, 0
