@@ -29,20 +29,24 @@ def select_bandwidth(
     """The Gaussian kernel maximising the studentised statistic on the reference split.
 
     ``criterion="nammd"``: (NAMMD_u - epsilon) / se (the DCT statistic, delta-method se);
-    ``criterion="mmd"``: MMD^2_u / se. One blocked pass per grid point, vectorised within the pass.
+    ``criterion="mmd"``: (MMD^2_u - epsilon) / se, epsilon then on the MMD^2 scale. One blocked pass per grid
+    point, vectorised within the pass.
     Using the test samples here would inflate the type-I error: select on a split you then discard.
     """
     X, Y = check_paired(X_ref, Y_ref, min_m=4)
     if criterion not in ("nammd", "mmd"):
         raise ValueError(f"criterion must be 'nammd' or 'mmd', got {criterion!r}")
+    if n_grid < 2:
+        raise ValueError(f"n_grid must be >= 2, got {n_grid}")
     best, best_score = None, -np.inf
     for bw in bandwidth_grid(X, Y, n_grid):
         stats = paired_stats(X, Y, GaussianKernel(float(bw)))
         if criterion == "nammd":
             score = (stats.nammd - epsilon) / np.sqrt(stats.var_nammd_delta())
         else:
-            score = stats.mmd2 / np.sqrt(stats.var_mmd2())
+            score = (stats.mmd2 - epsilon) / np.sqrt(stats.var_mmd2())
         if score > best_score:
             best, best_score = float(bw), float(score)
-    assert best is not None
+    if best is None:
+        raise ValueError("no bandwidth gave a finite criterion on the reference split")
     return GaussianKernel(best)

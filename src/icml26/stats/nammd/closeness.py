@@ -35,9 +35,16 @@ from icml26.stats.nammd.estimators import (
     paired_stats_torch,
     resolve_kernel,
 )
-from icml26.stats.nammd.kernels import GaussianKernel, Kernel
+from icml26.stats.nammd.kernels import GaussianKernel, Kernel, median_bandwidth
 
 __all__ = ["ClosenessTestResult", "MMDClosenessTest", "NAMMDClosenessTest", "NAMMDTwoSampleTest", "TwoSampleResult"]
+
+
+def torch_to_numpy(X, Y) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The pooled sample (X then Y) on the host, for the median heuristic (at most 1000 rows are used)."""
+    import torch
+
+    return torch.cat([X, Y]).detach().to("cpu", torch.float64).numpy()
 
 
 def _norm_sf(z: np.ndarray) -> np.ndarray:
@@ -85,10 +92,18 @@ class _ClosenessTest:
     def _stats(self, X: ArrayLike, Y: ArrayLike) -> PairedStats:
         """Validate the samples and compute the sufficient statistics (on the tensors' device for torch input)."""
         if is_torch(X) and is_torch(Y) and (self.kernel is None or isinstance(self.kernel, GaussianKernel)):
-            if X.shape[-2] < 4:  # type: ignore[union-attr]
-                raise ValueError(f"need at least 4 paired samples, got {X.shape[-2]}")  # type: ignore[union-attr]
-            kernel = self.kernel or GaussianKernel.median(X[:1000].detach().cpu().numpy())  # type: ignore[index]
-            return paired_stats_torch(X, Y, kernel, self.block)
+            Xt, Yt = (t[:, None] if t.ndim == 1 else t for t in (X, Y))  # type: ignore[union-attr]
+            if Xt.ndim != 2 or Yt.ndim != 2:
+                raise ValueError("test() takes one pair of samples: (m, d) tensors; use paired_stats_torch for batches")
+            if Xt.shape[0] < 4:
+                raise ValueError(f"need at least 4 paired samples, got {Xt.shape[0]}")
+            Yt = Yt.to(dtype=Xt.dtype, device=Xt.device)
+            if self.kernel is None:  # the numpy path's rule: median heuristic on the pooled sample
+                pooled = torch_to_numpy(Xt, Yt)
+                kernel = GaussianKernel(median_bandwidth(pooled))
+            else:
+                kernel = self.kernel
+            return paired_stats_torch(Xt, Yt, kernel, self.block)
         Xa, Ya = check_paired(X, Y, min_m=4)
         return paired_stats(Xa, Ya, resolve_kernel(self.kernel, Xa, Ya), self.block)
 

@@ -88,6 +88,11 @@ class PrecomputedKernel:
         self.diag = float(d[0])
 
     def __call__(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        ia = A[..., 0].astype(np.intp)
-        ib = B[..., 0].astype(np.intp)
+        ia, ib = self._indices(A), self._indices(B)
         return self.gram[ia[..., :, None], ib[..., None, :]]
+
+    def _indices(self, A: np.ndarray) -> np.ndarray:
+        idx = A[..., 0]
+        if np.any(idx != np.round(idx)) or np.any(idx < 0) or np.any(idx >= len(self.gram)):
+            raise ValueError(f"samples must be integer indices into the support 0..{len(self.gram) - 1}")
+        return idx.astype(np.intp)

@@ -60,6 +60,10 @@ def gaussian_expected_kernel(mean_diff: ArrayLike, cov_sum: ArrayLike, bandwidth
     d = mu.size
     if S.shape != (d, d):
         raise ValueError(f"covariance must be {d}x{d}, got {S.shape}")
+    if not (np.isfinite(bandwidth) and bandwidth > 0):
+        raise ValueError(f"bandwidth must be positive and finite, got {bandwidth!r}")
+    if not np.allclose(S, S.T) or np.linalg.eigvalsh((S + S.T) / 2).min() < -1e-12:
+        raise ValueError("covariance must be symmetric positive semi-definite")
     tau2 = bandwidth**2 / 2.0
     _, logdet = np.linalg.slogdet(np.eye(d) + S / tau2)
     quad = mu @ np.linalg.solve(S + tau2 * np.eye(d), mu)
