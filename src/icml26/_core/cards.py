@@ -321,5 +321,6 @@ def _cell_entry(r: Mapping[str, Any]) -> dict[str, Any]:
         "status": r["status"],
         "metrics": r.get("metrics") or {},
         "error": None if not error else f"{error['type']}: {error['message']}",
+        "info": r.get("info") or {},
         "runtime_s": r.get("runtime_s", 0.0),
     }

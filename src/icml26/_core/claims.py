@@ -254,6 +254,7 @@ class Claim:
             "min_pairs": self.min_pairs,
             "revision": self.revision,
             "data": list(self.data),
+            "notes": self.notes,
         }
 
     def cells(self, paper: str, profile: str, seeds: int | None = None) -> list[Cell]:

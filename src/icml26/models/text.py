@@ -65,7 +65,9 @@ def window_nll(model: Any, windows: Any, batch: int = 4) -> Any:
     """Mean next-token negative log-likelihood (nats) of each window: a float64 tensor (n,).
 
     Every window is scored independently (no context carried across windows), so two model variants evaluated
-    on the same windows give paired numbers; perplexity = exp(mean NLL over all tokens).
+    on the same windows give paired numbers; perplexity = exp(mean NLL over all tokens). With dynamically
+    quantised activations, windows scored in one batch share the activation tensor scale: use ``batch=1`` for
+    per-window results that do not depend on their batch mates (the reproductions do).
     """
     import torch
 

@@ -23,6 +23,8 @@ Block formats (Open Compute Project MX v1.0; NVIDIA NVFP4):
 
 - NVFP4: 16 consecutive elements along the last (reduction) dimension share an E4M3 scale s_b; one FP32
   tensor scale g = amax(x) / (448 * 6); s_b = E4M3(amax_b / (6 g)); x ~ g s_b E2M1(x / (g s_b)). 4.5 bits/element.
+  (torchao additionally clamps s_b to at least 2^-6, E4M3's smallest normal; we keep E4M3's subnormal scales,
+  which differs only for blocks more than ~2^11 times smaller than the tensor's maximum block.)
 - MXFP4: 32-element blocks, E8M0 scale 2^(floor(log2 amax_b) - 2) (emax of E2M1 is 2), E2M1 elements.
 - MXFP8: 32-element blocks, E8M0 scale 2^(floor(log2 amax_b) - 8), E4M3 elements.
 
@@ -70,9 +72,12 @@ E4M3_MAX = 448.0
 E5M2_MAX = 57344.0
 
 
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def _check_finite(x: torch.Tensor, what: str) -> None:
-    if not torch.is_floating_point(x):
-        raise TypeError(f"{what} must be a floating-point tensor, got {x.dtype}")
+    if x.dtype not in _DTYPES:
+        raise TypeError(f"{what} must be float16, bfloat16, float32 or float64, got {x.dtype}")
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"{what} contains NaN or inf; refusing to quantise it")
 
@@ -83,13 +88,14 @@ def _sign_bit(x: torch.Tensor, bit: int) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------------------ 4-bit elements
-def e2m1_encode(x: torch.Tensor) -> torch.Tensor:
+def e2m1_encode(x: torch.Tensor, check: bool = True) -> torch.Tensor:
     """FP4 E2M1 codes (uint8 in 0..15) of x, RNE, saturating at +-6.
 
     The grid is uniform per binade, so ``torch.round`` (half to even) on the scaled value rounds to the even
     *code* at every tie: steps of 0.5 below 2, of 1 in [2, 4), of 2 from 4 on.
     """
-    _check_finite(x, "x")
+    if check:
+        _check_finite(x, "x")
     a = x.abs().float().clamp(max=6.0)
     low = torch.round(a * 2.0)  # codes 0..4 (values 0..2)
     mid = torch.round(a) + 2.0  # values 2, 3, 4 -> codes 4, 5, 6
@@ -103,9 +109,10 @@ def e2m1_decode(codes: torch.Tensor) -> torch.Tensor:
     return torch.where((codes & 0x8) != 0, -values, values)
 
 
-def e1m2_encode(x: torch.Tensor) -> torch.Tensor:
+def e1m2_encode(x: torch.Tensor, check: bool = True) -> torch.Tensor:
     """E1M2 (bias 0) codes: 0.5-step uniform grid 0..3.5, RNE (ties to the even code), saturating at +-3.5."""
-    _check_finite(x, "x")
+    if check:
+        _check_finite(x, "x")
     mag = torch.round(x.abs().float() * 2.0).clamp(max=7.0).to(torch.uint8)
     return mag | _sign_bit(x, 3)
 
@@ -133,9 +140,10 @@ def e2m2_decode(codes: torch.Tensor) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------------------ 8-bit elements
-def e4m3_encode(x: torch.Tensor) -> torch.Tensor:
+def e4m3_encode(x: torch.Tensor, check: bool = True) -> torch.Tensor:
     """FP8 E4M3 (fn) bit patterns, RNE, saturating at +-448 (never the NaN codes 0x7F/0xFF)."""
-    _check_finite(x, "x")
+    if check:
+        _check_finite(x, "x")
     return x.float().clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).view(torch.uint8)
 
 
@@ -143,9 +151,10 @@ def e4m3_decode(bits: torch.Tensor) -> torch.Tensor:
     return bits.to(torch.uint8).view(torch.float8_e4m3fn).float()
 
 
-def e5m2_encode(x: torch.Tensor) -> torch.Tensor:
+def e5m2_encode(x: torch.Tensor, check: bool = True) -> torch.Tensor:
     """FP8 E5M2 bit patterns, RNE, saturating at +-57344 (never inf or NaN)."""
-    _check_finite(x, "x")
+    if check:
+        _check_finite(x, "x")
     return x.float().clamp(-E5M2_MAX, E5M2_MAX).to(torch.float8_e5m2).view(torch.uint8)
 
 
@@ -180,6 +189,8 @@ def check_blockable(x: torch.Tensor, block: int) -> None:
     """Clear errors for what block quantisation cannot take."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"expected a torch.Tensor, got {type(x).__name__}")
+    if not isinstance(block, int) or block < 1:
+        raise ValueError(f"block size must be a positive integer, got {block!r}")
     if x.numel() == 0:
         raise ValueError("cannot quantise an empty tensor")
     if x.ndim == 0 or x.shape[-1] % block:
@@ -228,9 +239,9 @@ def nvfp4_quantize(x: torch.Tensor, block: int = 16) -> BlockTensor:
     check_blockable(x, block)
     xb = _blocks(x, block)
     g = nvfp4_global_scale(x)
-    scale_bits = e4m3_encode(xb.abs().amax(-1) / (6.0 * g))
+    scale_bits = e4m3_encode(xb.abs().amax(-1) / (6.0 * g), check=False)
     scale = e4m3_decode(scale_bits) * g
-    codes = e2m1_encode(_safe_div(xb, scale[..., None]))
+    codes = e2m1_encode(_safe_div(xb, scale[..., None]), check=False)
     return BlockTensor("nvfp4", pack_nibbles(codes.flatten(-2)), scale_bits, g, block, x.shape, x.dtype)
 
 
@@ -245,10 +256,9 @@ def _mx_quantize(x: torch.Tensor, block: int, emax: int, fp8: bool) -> BlockTens
     scale = e8m0_decode(scale_bits)
     scaled = xb / scale[..., None]
     if fp8:
-        codes = e4m3_encode(scaled)
-        packed = codes.flatten(-2)
+        packed = e4m3_encode(scaled, check=False).flatten(-2)
     else:
-        packed = pack_nibbles(e2m1_encode(scaled).flatten(-2))
+        packed = pack_nibbles(e2m1_encode(scaled, check=False).flatten(-2))
     return BlockTensor("mxfp8" if fp8 else "mxfp4", packed, scale_bits, torch.ones(()), block, x.shape, x.dtype)
 
 

@@ -65,7 +65,8 @@ class FakeQuantLinear(nn.Module):
     """A Linear whose weight is stored fake-quantised and whose input is fake-quantised on every call.
 
     Both are blocked along in_features, the GEMM reduction dimension. Activations use a dynamic tensor scale
-    (per call), like NVFP4's activation quantiser.
+    computed over the whole input of the call (like NVFP4's activation quantiser: batch mates share it).
+    Gradients pass straight through the activation quantiser; the stored weight is frozen.
     """
 
     def __init__(self, linear: nn.Linear, config: QuantConfig) -> None:
@@ -79,7 +80,9 @@ class FakeQuantLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.config.activations:
-            x = self.config.qdq(x)
+            q = self.config.qdq(x.detach())
+            # straight-through estimator when a gradient is wanted (quantisation-aware training, probing)
+            x = x + (q - x).detach() if x.requires_grad and torch.is_grad_enabled() else q
         return nn.functional.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
