@@ -12,10 +12,6 @@ from icml26.quant._common import (
     _blocks,
     _safe_div,
     check_blockable,
-    e1m2_decode,
-    e1m2_encode,
-    e2m1_decode,
-    e2m1_encode,
     e2m2_decode,
     e4m3_decode,
     e4m3_encode,
@@ -30,10 +26,30 @@ __all__ = ["GlobalScale", "e2m2_matmul", "format_share", "mixfp4_qdq", "quantize
 GlobalScale = Literal["nvfp4", "e1m2_safe"]
 
 
+def _e2m1_round(y: torch.Tensor) -> torch.Tensor:
+    """Values of y rounded onto the signed E2M1 grid (RNE, saturating): the same binade steps as
+    ``e2m1_encode`` (0.5 below 2, 1 below 4, then 2), computed on values so fake-quant needs no codes."""
+    a = y.abs().clamp(max=6.0)
+    step = torch.where(a < 2.0, 0.5, torch.where(a < 4.0, 1.0, 2.0))
+    return torch.copysign(torch.round(a / step) * step, y)
+
+
+def _e1m2_round(y: torch.Tensor) -> torch.Tensor:
+    return torch.copysign(torch.round(y.abs() * 2.0).clamp(max=7.0) * 0.5, y)
+
+
+def _codes_of(values: torch.Tensor, e1m2: torch.Tensor) -> torch.Tensor:
+    """4-bit codes of grid values (E1M2 blocks where ``e1m2``): the inverse of the decode tables."""
+    a = values.abs()
+    e2m1 = torch.where(a < 2.0, a * 2.0, torch.where(a < 4.0, a + 2.0, a * 0.5 + 4.0))
+    mag = torch.where(e1m2, a * 2.0, e2m1).to(torch.uint8)
+    return mag | (torch.signbit(values).to(torch.uint8) << 3)
+
+
 def _candidates(
     x: torch.Tensor, block: int, p: float, global_scale: GlobalScale
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Both candidates of every block: (use_e1m2, codes, scale bytes, dequantised values, g, blocks)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The per-block choice: (use_e1m2, scale bytes, grid values (unscaled), dequantised values, g)."""
     if global_scale not in ("nvfp4", "e1m2_safe"):
         raise ValueError(f"global_scale must be 'nvfp4' or 'e1m2_safe', got {global_scale!r}")
     if not (p > 0 and p < float("inf")):
@@ -45,21 +61,20 @@ def _candidates(
     # E2M1 candidate: exactly NVFP4's block
     s1_bits = e4m3_encode(amax / (6.0 * g), check=False)  # x was checked once, above
     s1 = (e4m3_decode(s1_bits) * g)[..., None]
-    c1 = e2m1_encode(_safe_div(xb, s1), check=False)
-    x1 = e2m1_decode(c1) * s1
+    v1 = _e2m1_round(_safe_div(xb, s1))
+    x1 = v1 * s1
     # E1M2 candidate under the same g; where its scale would pass E4M3's 448 it is not allowed (see the trap)
     raw2 = amax / (3.5 * g)
     s2_bits = e4m3_encode(raw2, check=False)
     s2 = (e4m3_decode(s2_bits) * g)[..., None]
-    c2 = e1m2_encode(_safe_div(xb, s2), check=False)
-    x2 = e1m2_decode(c2) * s2
+    v2 = _e1m2_round(_safe_div(xb, s2))
+    x2 = v2 * s2
     err1, err2 = ((xb - xq).square() if p == 2 else (xb - xq).abs().pow(p) for xq in (x1, x2))
-    err1, err2 = err1.sum(-1), err2.sum(-1)
-    use2 = (raw2 <= E4M3_MAX) & (err2 < err1)  # ties keep E2M1, NVFP4's own choice
-    codes = torch.where(use2[..., None], c2, c1)
+    use2 = (raw2 <= E4M3_MAX) & (err2.sum(-1) < err1.sum(-1))  # ties keep E2M1, NVFP4's own choice
     scale_bits = torch.where(use2, s2_bits | 0x80, s1_bits)
+    grid = torch.where(use2[..., None], v2, v1)
     values = torch.where(use2[..., None], x2, x1)
-    return use2, codes, scale_bits, values, g, xb
+    return use2, scale_bits, grid, values, g
 
 
 def quantize_mixfp4(
@@ -71,7 +86,8 @@ def quantize_mixfp4(
     g = amax / (448 * 6) so both formats share every scale; E1M2 is then not allowed in the few blocks whose E1M2
     scale amax_b / (3.5 g) would exceed 448. ``"e1m2_safe"`` sizes g with 3.5 instead (no block is excluded).
     """
-    _, codes, scale_bits, _, g, _ = _candidates(x, block, p, global_scale)
+    use2, scale_bits, grid, _, g = _candidates(x, block, p, global_scale)
+    codes = _codes_of(grid, use2[..., None].expand_as(grid))
     return BlockTensor("mixfp4", pack_nibbles(codes.flatten(-2)), scale_bits, g, block, x.shape, x.dtype)
 
 
@@ -82,7 +98,7 @@ def mixfp4_qdq(
 
     ``ste=True`` passes gradients straight through (x + (q(x) - x).detach()).
     """
-    _, _, _, values, _, _ = _candidates(x.detach() if ste else x, block, p, global_scale)
+    _, _, _, values, _ = _candidates(x.detach() if ste else x, block, p, global_scale)
     q = values.reshape(x.shape).to(x.dtype)
     return x + (q - x).detach() if ste else q
 
