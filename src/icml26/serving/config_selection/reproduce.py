@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icml26._core import Cell, Claim, PaperCard, Profile
+from icml26._core import Cell, Claim, PaperCard, profiles
 
 METHOD = "sp_ucb_olp"
 RESOLVE = {"resolve_growth": 0.01}
@@ -192,17 +192,7 @@ def plot_regret_vs_K(card: dict[str, Any], records: list[dict[str, Any]], ax: An
 
 
 # --------------------------------------------------------------------------------------------------- claims
-def _p(
-    smoke: dict[str, Any], quick: dict[str, Any], full: dict[str, Any], seeds: tuple[int, int, int]
-) -> dict[str, Profile]:
-    return {
-        "smoke": Profile(settings=(smoke,), seeds=seeds[0]),
-        "quick": Profile(settings=(quick,), seeds=seeds[1]),
-        "full": Profile(settings=(full,), seeds=seeds[2]),
-    }
-
-
-REGRET_VS_T = _p(
+REGRET_VS_T = profiles(
     smoke={"Ts": [100, 200], "inner_seeds": 1},
     quick={"Ts": [500, 1000, 2000, 4000], "inner_seeds": 4},
     full={"Ts": [500, 1000, 2000, 4000, 8000, 16000, 32000], "inner_seeds": 4},
@@ -270,7 +260,7 @@ CARD = PaperCard(
             baselines=("best_single_fluid",),
             min_effect=0.03,
             run=run_reward_per_period,
-            profiles=_p({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
+            profiles=profiles({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
             paper_figure="official code, 50 seeds: CR 0.952 +- 0.005 (alpha = 0.1) vs Greedy 0.848, Random 0.610",
             plot=plot_reward,
             notes="minimum effect 0.03 per period above max V_theta, fixed before any run",
@@ -285,7 +275,7 @@ CARD = PaperCard(
             baselines=("greedy", "random_olp"),
             min_effect=0.01,
             run=run_reward_per_period,
-            profiles=_p({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
+            profiles=profiles({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
             paper_figure="official code, 50 seeds: CR 0.952 (SP-UCB-OLP) vs 0.848 (Greedy) vs 0.610 (Random)",
             plot=plot_reward,
             notes="minimum effect 0.01 per period, fixed before any run",
@@ -302,7 +292,7 @@ CARD = PaperCard(
             test="noninferiority",
             min_effect=0.25,
             run=run_regret_vs_K,
-            profiles=_p(
+            profiles=profiles(
                 {"T": 300, "Ks": [2, 4], "inner_seeds": 1},
                 {"T": 2000, "Ks": [2, 4, 8], "inner_seeds": 2},
                 {"T": 4000, "Ks": [2, 4, 8, 16], "inner_seeds": 4},

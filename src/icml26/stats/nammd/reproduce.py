@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import cache, lru_cache
 from typing import Any
 
-from icml26._core import Cell, Claim, PaperCard, Profile
+from icml26._core import Cell, Claim, PaperCard, Profile, profiles
 
 ALPHA = 0.05
 DIM = 2
@@ -275,14 +275,6 @@ GAPS = (0.005, 0.01, 0.015, 0.02)
 DIGIT_GAPS = (0.0025, 0.005, 0.01)
 
 
-def _profiles(smoke: tuple, quick: tuple, full: tuple, seeds: tuple[int, int, int] = (2, 3, 4)) -> dict[str, Profile]:
-    return {
-        "smoke": Profile(settings=smoke, seeds=seeds[0]),
-        "quick": Profile(settings=quick, seeds=seeds[1]),
-        "full": Profile(settings=full, seeds=seeds[2]),
-    }
-
-
 def _boundary_settings(ms: tuple[int, ...], reps: int, digits_m: int, scales: tuple[float, ...], pair_b: bool) -> tuple:
     """Pairs with NAMMD = epsilon exactly: Gaussians at each scale, digits pair A, and (optionally) the
     concentrated digits pair B at gap 0. For s < 1 and pair B the MMD^2 is below epsilon_mmd: inside MMD's null,
@@ -293,15 +285,18 @@ def _boundary_settings(ms: tuple[int, ...], reps: int, digits_m: int, scales: tu
     return (*_grid("gaussian", scales, (0.0,), ms, reps), *digits)
 
 
-BOUNDARY = _profiles(
+SEEDS = (2, 3, 4)  # smoke, quick, full
+BOUNDARY = profiles(
     smoke=_grid("gaussian", (1.0,), (0.0,), (100,), 50),
     quick=_boundary_settings((200,), 200, 150, (1.0, 0.7, 0.5), pair_b=True),
     full=_boundary_settings((100, 200, 400), 1000, 150, (1.0, 0.7, 0.5), pair_b=True),
+    seeds=SEEDS,
 )
-MMD_BOUNDARY = _profiles(
+MMD_BOUNDARY = profiles(
     smoke=_grid("gaussian", (1.0,), (0.0,), (100,), 50),
     quick=_boundary_settings((200,), 200, 150, (1.0,), pair_b=False),
     full=_boundary_settings((100, 200, 400), 1000, 150, (1.0,), pair_b=False),
+    seeds=SEEDS,
 )
 _TYPE1 = dict(
     metric="rejection_rate",
@@ -330,10 +325,11 @@ def _power_profiles(
     data: str, scales: tuple[float, ...], gaps: tuple[float, ...], quick_m: tuple[int, ...], full_m: tuple[int, ...]
 ) -> dict[str, Profile]:
     """smoke: one setting, m = 100, 50 draws; quick: every gap at ``quick_m``, 200 draws; full: 1000 draws."""
-    return _profiles(
+    return profiles(
         smoke=_grid(data, scales[:1], gaps[1:2], (100,), 50),
         quick=_grid(data, scales, gaps, quick_m, 200),
         full=_grid(data, scales, gaps, full_m, 1000),
+        seeds=SEEDS,
     )
 
 
