@@ -34,7 +34,8 @@ def package_version(name: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def git_revision() -> dict[str, Any] | None:
-    """The commit of the source tree this package runs from, and whether it has uncommitted changes."""
+    """The commit of the source tree this package runs from, and whether its code (src/, pyproject.toml) has
+    uncommitted changes."""
     root = Path(icml26.__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
@@ -47,7 +48,8 @@ def git_revision() -> dict[str, Any] | None:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            # only the code counts: rewriting tracked result cards must not mark a run "dirty"
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src", "pyproject.toml"],
             capture_output=True,
             text=True,
             timeout=10,
