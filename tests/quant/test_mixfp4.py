@@ -274,3 +274,11 @@ def test_real_activations_favour_mixfp4():
         m = out["metrics"]
         assert m["mixfp4"]["act_rel_mse"] / m["nvfp4"]["act_rel_mse"] <= 0.95
         assert out["info"]["act_layers_won_by_mixfp4"] >= 0.9
+
+
+def test_four_over_six_never_loses_to_nvfp4_per_block():
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(3)) * 2
+    q46, nv = fmt.four_over_six_qdq(x), dequantize(nvfp4_quantize(x))
+    err = lambda a: (x - a).square().reshape(8, 4, 16).sum(-1)  # noqa: E731
+    assert torch.all(err(q46) <= err(nv) + 1e-6)
+    assert torch.any(err(q46) < err(nv))

@@ -57,6 +57,7 @@ __all__ = [
     "e5m2_encode",
     "e8m0_decode",
     "e8m0_encode",
+    "four_over_six_qdq",
     "mxfp4_quantize",
     "mxfp8_quantize",
     "nvfp4_quantize",
@@ -243,6 +244,28 @@ def nvfp4_quantize(x: torch.Tensor, block: int = 16) -> BlockTensor:
     scale = e4m3_decode(scale_bits) * g
     codes = e2m1_encode(_safe_div(xb, scale[..., None]), check=False)
     return BlockTensor("nvfp4", pack_nibbles(codes.flatten(-2)), scale_bits, g, block, x.shape, x.dtype)
+
+
+def four_over_six_qdq(x: torch.Tensor, block: int = 16, p: float = 2.0) -> torch.Tensor:
+    """NVFP4 with "Four Over Six" block scaling (arXiv 2512.02010): each block's max is mapped to 6 (NVFP4) or to
+    4, whichever gives the smaller block error sum |x - x^|^p; same E4M3 scales, E2M1 codes and tensor scale g,
+    so storage is unchanged (the choice is implicit in the stored scale). Fake-quant values."""
+    check_blockable(x, block)
+    xb = _blocks(x, block)
+    g = nvfp4_global_scale(x)
+    amax = xb.abs().amax(-1)
+    best_values, best_err = None, None
+    for target in (6.0, 4.0):
+        scale = (e4m3_decode(e4m3_encode(amax / (target * g), check=False)) * g)[..., None]
+        values = e2m1_decode(e2m1_encode(_safe_div(xb, scale), check=False)) * scale
+        err = (xb - values).abs().pow(p).sum(-1)
+        if best_values is None:
+            best_values, best_err = values, err
+        else:
+            better = (err < best_err)[..., None]
+            best_values = torch.where(better, values, best_values)
+    assert best_values is not None
+    return best_values.reshape(x.shape).to(x.dtype)
 
 
 def _mx_quantize(x: torch.Tensor, block: int, emax: int, fp8: bool) -> BlockTensor:
