@@ -19,20 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from icml26._core import Cell, Claim, PaperCard, profiles
+from icml26.serving.config_selection.policies import POLICIES
 
 METHOD = "sp_ucb_olp"
 RESOLVE = {"resolve_growth": 0.01}
 C1_POLICIES = ("sp_ucb_olp_static", "sp_ucb_olp", "greedy", "fixed_best", "ucb_no_admission", "primal_dual")
 OFFICIAL = "sp_ucb_olp_static"  # the algorithm as the notes and the official code state it: b_safe = (1 - eps) b
-C2_POLICIES = (
-    "sp_ucb_olp",
-    "sp_ucb_olp_static",
-    "greedy",
-    "fixed_best",
-    "ucb_no_admission",
-    "primal_dual",
-    "random_olp",
-)
+C2_POLICIES = POLICIES  # every policy at one horizon
 
 
 REGRET_FLOOR = 1.0  # a mean regret below one request's reward counts as 1 in log-log fits (logs need y > 0)
