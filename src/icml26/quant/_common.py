@@ -254,18 +254,15 @@ def four_over_six_qdq(x: torch.Tensor, block: int = 16, p: float = 2.0) -> torch
     xb = _blocks(x, block)
     g = nvfp4_global_scale(x)
     amax = xb.abs().amax(-1)
-    best_values, best_err = None, None
-    for target in (6.0, 4.0):
+
+    def candidate(target: float) -> tuple[torch.Tensor, torch.Tensor]:
         scale = (e4m3_decode(e4m3_encode(amax / (target * g), check=False)) * g)[..., None]
         values = e2m1_decode(e2m1_encode(_safe_div(xb, scale), check=False)) * scale
-        err = (xb - values).abs().pow(p).sum(-1)
-        if best_values is None:
-            best_values, best_err = values, err
-        else:
-            better = (err < best_err)[..., None]
-            best_values = torch.where(better, values, best_values)
-    assert best_values is not None
-    return best_values.reshape(x.shape).to(x.dtype)
+        return values, (xb - values).abs().pow(p).sum(-1)
+
+    six, err6 = candidate(6.0)
+    four, err4 = candidate(4.0)
+    return torch.where((err4 < err6)[..., None], four, six).reshape(x.shape).to(x.dtype)
 
 
 def _mx_quantize(x: torch.Tensor, block: int, emax: int, fp8: bool) -> BlockTensor:

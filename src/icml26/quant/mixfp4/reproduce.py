@@ -75,17 +75,16 @@ def _window(seed: int) -> Any:
 
 
 def _synthetic_layers(cell: Cell) -> list[tuple[str, Any, Any]]:
-    """(name, activation, weight) triples of heavy-tailed random tensors (Student-t with 3-5 dof)."""
+    """(name, activation, weight) triples of heavy-tailed random tensors (Student-t with 3-5 dof, channel
+    outliers as in LLM activations), drawn from the cell's own generator."""
     import torch
 
-    gen = torch.Generator().manual_seed(cell.seed)
+    rng = cell.rng()
     layers = []
     for i, dof in enumerate((3.0, 4.0, 5.0, 3.0)):
-        t = torch.distributions.StudentT(dof)
-        act = t.sample((64, 256))
-        w = torch.randn(128, 256, generator=gen) * 0.05
-        act = act * (1 + torch.rand(1, 256, generator=gen) * 4)  # channel outliers, as in LLM activations
-        layers.append((f"synthetic.{i}", act, w))
+        act = rng.standard_t(dof, size=(64, 256)) * (1 + 4 * rng.random((1, 256)))
+        w = rng.normal(0.0, 0.05, size=(128, 256))
+        layers.append((f"synthetic.{i}", torch.from_numpy(act).float(), torch.from_numpy(w).float()))
     return layers
 
 
@@ -116,9 +115,7 @@ def _captured_layers(cell: Cell) -> list[tuple[str, Any, Any]]:
 def run_block_error(cell: Cell) -> dict[str, Any]:
     """Mean relative MSE over layers, activations and weights, for each format (same tensors for all)."""
     import numpy as np
-    import torch
 
-    torch.manual_seed(cell.seed)
     layers = _synthetic_layers(cell) if cell["source"] == "synthetic" else _captured_layers(cell)
     act = {f: [] for f in FORMATS}
     wgt = {f: [] for f in FORMATS}
@@ -157,7 +154,6 @@ def _arms(source: str) -> dict[str, Any]:
     if source == "synthetic":
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        torch.manual_seed(0)
         config = LlamaConfig(
             vocab_size=256,
             hidden_size=64,
@@ -167,7 +163,9 @@ def _arms(source: str) -> dict[str, Any]:
             num_key_value_heads=2,
             max_position_embeddings=WINDOW,
         )
-        base = LlamaForCausalLM(config).eval()
+        with torch.random.fork_rng():  # a fixed tiny random model, without touching the global RNG
+            torch.manual_seed(0)
+            base = LlamaForCausalLM(config).eval()
     else:
         base, _ = _model()
     configs = {
