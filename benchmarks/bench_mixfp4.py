@@ -54,6 +54,11 @@ def main() -> None:
         ("MixFP4 icml26 encode (both candidates)", gbps(quantize_mixfp4, x)),
         ("MixFP4 icml26 fake-quant (qdq)", gbps(mixfp4_qdq, x)),
     ]
+    from icml26.quant.mixfp4 import compiled
+
+    enc, qdq = compiled("encode"), compiled("qdq")
+    assert torch.equal(qdq(x), mixfp4_qdq(x)) and torch.equal(enc(x).codes, quantize_mixfp4(x).codes)
+    rows += [("MixFP4 icml26 encode, torch.compile", gbps(enc, x)), ("MixFP4 icml26 qdq, torch.compile", gbps(qdq, x))]
     try:
         from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor
 

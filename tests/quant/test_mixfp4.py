@@ -282,3 +282,14 @@ def test_four_over_six_never_loses_to_nvfp4_per_block():
     err = lambda a: (x - a).square().reshape(8, 4, 16).sum(-1)  # noqa: E731
     assert torch.all(err(q46) <= err(nv) + 1e-6)
     assert torch.any(err(q46) < err(nv))
+
+
+@pytest.mark.slow
+def test_compiled_kernels_are_bit_identical():
+    """torch.compile (a one-off ~20 s compile) gives exactly the eager codes, scales and values."""
+    from icml26.quant.mixfp4 import compiled
+
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(4)) * torch.exp(torch.randn(64, 256))
+    t, ref = compiled("encode")(x), quantize_mixfp4(x)
+    assert torch.equal(t.codes, ref.codes) and torch.equal(t.scales, ref.scales)
+    assert torch.equal(compiled("qdq")(x), mixfp4_qdq(x))

@@ -34,7 +34,7 @@ References
 """
 
 from icml26.quant._common import BlockTensor, dequantize, mxfp4_quantize, nvfp4_quantize
-from icml26.quant.mixfp4.format import GlobalScale, e2m2_matmul, format_share, mixfp4_qdq, quantize_mixfp4
+from icml26.quant.mixfp4.format import GlobalScale, compiled, e2m2_matmul, format_share, mixfp4_qdq, quantize_mixfp4
 from icml26.quant.mixfp4.transform import (
     FakeQuantLinear,
     MixFP4Config,
@@ -52,6 +52,7 @@ __all__ = [
     "MixFP4Config",
     "NVFP4Config",
     "QuantConfig",
+    "compiled",
     "dequantize",
     "e2m2_matmul",
     "format_share",

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from icml26.quant._common import dequantize, mxfp4_quantize, nvfp4_quantize
-from icml26.quant.mixfp4.format import GlobalScale, mixfp4_qdq
+from icml26.quant.mixfp4.format import GlobalScale, compiled, mixfp4_qdq
 
 __all__ = ["FakeQuantLinear", "MXFP4Config", "MixFP4Config", "NVFP4Config", "QuantConfig", "quantize_"]
 
@@ -55,10 +55,12 @@ class MixFP4Config(QuantConfig):
 
     p: float = 2.0
     global_scale: GlobalScale = "nvfp4"
+    compile: bool = False  # torch.compile the fake-quant (bit-identical; a one-off compile per input shape)
     name: str = field(default="mixfp4", init=False)
 
     def qdq(self, x: torch.Tensor) -> torch.Tensor:
-        return mixfp4_qdq(x, self.block, self.p, self.global_scale)
+        fn = compiled("qdq") if self.compile else mixfp4_qdq
+        return fn(x, self.block, self.p, self.global_scale)
 
 
 class FakeQuantLinear(nn.Module):
