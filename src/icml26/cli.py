@@ -146,7 +146,7 @@ def show(slug: Annotated[str, typer.Argument(help="A paper slug (see `icml26 lis
         say(f"  profiles: {sizes}")
 
 
-def _progress_printer(total_hint: bool) -> Any:
+def _progress_printer() -> Any:
     """One plain line per finished cell (stderr), for logs and non-terminals."""
 
     def on_cell(rec: Mapping[str, Any], done: int, total: int) -> None:
@@ -214,7 +214,7 @@ def reproduce(
 
     start = time.perf_counter()
     progress_ctx = None
-    on_cell = _progress_printer(True)
+    on_cell = _progress_printer()
     if sys.stderr.isatty() and not as_json:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from icml26._core.claims import GROUPS, PaperCard
 
-__all__ = ["PAPERS", "Entry", "RegistryError", "entry", "load_all", "load_card", "room", "slugs"]
+__all__ = ["PAPERS", "Entry", "RegistryError", "entry", "load_card", "room", "slugs"]
 
 _ROOT = Path(__file__).resolve().parent
 
@@ -126,7 +126,3 @@ def load_card(slug: str) -> PaperCard:
     if mismatched:
         raise RegistryError(f"{slug}: CARD and registry disagree on {', '.join(mismatched)}")
     return card
-
-
-def load_all() -> list[PaperCard]:
-    return [load_card(e.slug) for e in PAPERS]

