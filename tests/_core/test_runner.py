@@ -166,7 +166,7 @@ def test_interrupted_run_resumes_without_recomputing(tmp_path):
     assert seen == ["1\n", "2\n"]
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
+    proc.wait(timeout=120)  # generous: CI machines can be loaded; the assertion is about behaviour, not speed
     assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr.read()
     assert len(list((out / ".cells" / "tiny").glob("*.json"))) == 2
     assert not (out / "tiny" / "C1-smoke.json").exists()
