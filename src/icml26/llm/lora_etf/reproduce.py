@@ -437,6 +437,26 @@ CARD = PaperCard(
             notes=_TOY_NOTE + _C1B_READING + CAVEAT,
         ),
         Claim(
+            id="C1c",
+            statement="Equiangularity beyond tightness: on the same toy runs (full-batch SGD), the UNTF beats the "
+            "orthonormal-rows ablation, which is tight and norm-matched but not equiangular.",
+            metric="loss_sgd",
+            direction="lower",
+            method="untf",
+            baselines=("orthogonal",),
+            relative=True,
+            min_effect=0.01,
+            run=run_toy,
+            revision=2,  # the same cells as C1
+            profiles=_TOY,
+            paper_figure="the paper credits the ETF property (equal angles), not tightness alone",
+            plot=_plot("rel_loss", "sgd"),
+            notes="Added at review, after C1's per-setting means were known, to test what C1 cannot separate: "
+            "C1's gain over Gaussian is shared by any tight A. Same cells, same 1% relative margin as C1. "
+            + _TOY_NOTE
+            + CAVEAT,
+        ),
+        Claim(
             id="C2",
             statement="When the gradient is unavailable, an ETF A makes AᵀA preserve the maximum information "
             "from the gradient: the first update G AᵀA keeps more of a random gradient's energy, cos²(G, G AᵀA), "
