@@ -332,3 +332,16 @@ def test_top_layer_shortcut_matches_the_full_forward_on_a_tiny_llama():
         reference = full.gather(1, query[..., None].expand(-1, -1, 64))
         for n_top in (1, 2):
             assert (top_logits(model, cache_hidden(model, ids, n_top), task, n_top) - reference).abs().max() < 1e-5
+
+
+def test_project_to_untf_warns_when_it_stops_short():
+    import warnings as _w
+
+    from icml26.llm.lora_etf.frames import project_to_untf
+
+    A = torch.randn(4, 12, generator=torch.Generator().manual_seed(0))
+    with pytest.warns(RuntimeWarning, match="did not reach"):
+        project_to_untf(A, tol=1e-30, max_iter=2)
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        project_to_untf(A)  # converges: no warning

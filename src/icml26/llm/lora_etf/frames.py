@@ -46,6 +46,7 @@ References
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Literal
 
 import torch
@@ -188,7 +189,13 @@ def project_to_untf(A: torch.Tensor, tol: float = 1e-9, max_iter: int = 500) -> 
         A = A / A.norm(dim=0).clamp_min(1e-300)
         tight, norms = _tight_and_norm_errors(A)
         if tight < tol and norms < tol:
-            break
+            return A
+    warnings.warn(
+        f"project_to_untf did not reach tol={tol:g} in {max_iter} iterations (tightness error {tight:.2e}, "
+        f"column-norm error {norms:.2e}); frame_stats(A) reports what was reached",
+        RuntimeWarning,
+        stacklevel=2,
+    )
     return A
 
 
