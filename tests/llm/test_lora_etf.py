@@ -260,6 +260,10 @@ def test_bad_peft_input_is_a_clear_error():
     too_wide = _lora(_tiny_llama(), r=64, target_modules=["q_proj"])
     with pytest.raises(ValueError, match="r=64 > n=48"):
         apply_etf_init(too_wide)
+    stacked = _lora(_tiny_llama(), target_modules=["q_proj"])
+    next(iter(lora_linear_layers(stacked)))[1].num_experts = 4  # as PEFT's ParamWrapper on MoE expert weights
+    with pytest.raises(ValueError, match="MoE expert"):
+        apply_etf_init(stacked)
 
 
 def test_embedding_lora_layers_are_left_alone():

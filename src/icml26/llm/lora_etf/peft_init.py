@@ -157,6 +157,8 @@ def apply_etf_init(
     stats: dict[str, dict[str, Any]] = {}
     with torch.no_grad():
         for name, layer in layers:
+            if getattr(layer, "num_experts", 1) > 1:  # PEFT's ParamWrapper stacks r x num_experts rows in one A
+                raise ValueError(f"{name}: LoRA on stacked MoE expert weights (target_parameters) is not supported")
             weight_b = layer.lora_B[adapter_name].weight
             if torch.count_nonzero(weight_b):
                 raise ValueError(f"{name}: lora_B is not zero; apply_etf_init re-initialises a fresh adapter only")
