@@ -122,19 +122,9 @@ def test_bad_frame_input_is_a_clear_error(call, match):
 
 # ------------------------------------------------------------------------------------------------- PEFT
 def _tiny_llama(vocab=64):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from icml26.models import tiny_llama
 
-    config = LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=48,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32,
-    )
-    torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+    return tiny_llama(vocab_size=vocab, max_position_embeddings=32)
 
 
 def _lora(model, **kw):

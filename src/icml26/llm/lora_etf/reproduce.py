@@ -39,13 +39,11 @@ Smoke profiles use no model cache: tiny matrices, and a tiny random Llama on a s
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from icml26._core import Cell, Claim, PaperCard, profiles
+from icml26._core import Cell, Claim, PaperCard, profiles, single_torch_thread
 
 INITS = ("untf", "gaussian", "kaiming", "orthogonal", "simplex")
 LLM_INITS = ("untf", "gaussian", "kaiming", "orthogonal")
@@ -56,19 +54,6 @@ CAVEAT = (
     "No official code is public; 'ETF' is read as the n columns of A in R^r (frame theory). For n > r(r+1)/2 no "
     "real ETF exists, so the method is a minimum-coherence unit-norm tight frame (coherence reported vs Welch)."
 )
-
-
-@contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """torch.set_num_threads(1) inside a cell (reproducible and fair on a shared machine), then restore."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _frame_metrics(A: Any) -> dict[str, float]:
@@ -104,7 +89,7 @@ def run_toy(cell: Cell) -> dict[str, Any]:
 
     r, n = cell["r"], cell["n"]
     steps = cell.get("steps", TOY["steps"])
-    with single_thread():
+    with single_torch_thread():
         gen = _data_generator(cell)
         problem = lora_regression_problem(n, n, r, TOY["samples_per_dim"] * n, gen)
         metrics: dict[str, dict[str, float]] = {}
@@ -148,7 +133,7 @@ def run_energy(cell: Cell) -> dict[str, Any]:
     )
 
     r, n, m = cell["r"], cell["n"], cell.get("m", 64)
-    with single_thread():
+    with single_torch_thread():
         gen = _data_generator(cell)
         G = torch.randn(m, n, generator=gen, dtype=torch.float64)
         problem = lora_regression_problem(n, n, r, TOY["samples_per_dim"] * n, gen) if n <= 128 else None
@@ -181,21 +166,9 @@ def _smollm2() -> tuple[Any, Any]:
 
 @lru_cache(maxsize=1)
 def _tiny_llama() -> Any:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from icml26.models import tiny_llama
 
-    config = LlamaConfig(
-        vocab_size=64,
-        hidden_size=48,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        return LlamaForCausalLM(config).eval()
+    return tiny_llama()
 
 
 @lru_cache(maxsize=4)
@@ -275,7 +248,7 @@ def run_finetune(cell: Cell) -> dict[str, Any]:
 
     source, task, n_top = cell["source"], cell.get("task", "synthetic"), cell["n_top"]
     steps = cell.get("steps", LLM["steps"])
-    with single_thread():
+    with single_torch_thread():
         model = _peft_model(source, n_top)
         hidden, enc = _task(source, task, n_top)
         N = hidden.shape[0]

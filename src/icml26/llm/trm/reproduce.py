@@ -28,11 +28,9 @@ we report this because it bounds what C2 shows: TRM helps when the reward couple
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-from icml26._core import Cell, Claim, PaperCard, profiles
+from icml26._core import Cell, Claim, PaperCard, profiles, single_torch_thread
 
 BOUND_NAMES = ("classical", "pinsker_marginal", "mixed")
 SLOPE_T = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -52,19 +50,6 @@ CALIBRATION = {
     "lr=3e-3, spike_p=0.03, staleness=8": "baseline: 1 collapse in 3 seeds",
     "lr=1e-2, spike_p=0.01, staleness=4": "baseline: 2 collapses in 3 seeds: kept",
 }
-
-
-@contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """torch.set_num_threads(1) inside a cell (reproducible and fair on a shared machine), then restore."""
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _slope(xs: Any, ys: Any) -> float:
@@ -153,7 +138,7 @@ def run_gradient_bias(cell: Cell) -> dict[str, Any]:
     """Every method's gradient on the same coupled rollouts, at every T; metrics at the largest T."""
     from icml26.llm.trm.toy import gradient_bias
 
-    with single_thread():
+    with single_torch_thread():
         Ts = [int(T) for T in cell["Ts"]]
         results = {T: gradient_bias({**dict(cell.setting), "T": T}, cell.seed) for T in Ts}
     last, first = results[Ts[-1]], results[Ts[0]]
@@ -199,7 +184,7 @@ def run_stability(cell: Cell) -> dict[str, Any]:
     """GRPO training with every method from the same warm start and seed; collapse, final reward, masking."""
     from icml26.llm.trm.toy import train_grpo
 
-    with single_thread():
+    with single_torch_thread():
         runs = {m: train_grpo(dict(cell.setting), cell.seed, m) for m in GRAD_METHODS}
     every = int(cell["eval_every"])
     curves = [

@@ -24,29 +24,13 @@ The abstract reports no numbers; the paper file's expected values (toy) are quot
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from icml26._core import Cell, Claim, PaperCard, profiles
+from icml26._core import Cell, Claim, PaperCard, profiles, single_torch_thread
 
 TAU = 2.0
 N_TEST = 20_000
 FIT = {"n_particles": 64, "lr": 1e-2, "reg_weight": 1.0}
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Tensors here are small (K x n ~ 1e4-1e5): one intra-op thread avoids OpenMP oversubscription when cells
-    share the machine (measured: a 2-thread pool beside another busy process ran 10-90x slower)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _fit(
@@ -86,7 +70,7 @@ def _gaussian_reference(mean: float, sd: float, y: Any) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------------- cells
-@_one_thread()
+@single_torch_thread()
 def run_toy(cell: Cell) -> dict[str, Any]:
     """Overdispersed normal means: held-out scores of PVI (log, CRPS), ELBO-VI, exact Bayes and the oracle."""
     import math
@@ -126,7 +110,7 @@ def _slope(x: Any, y: Any) -> float:
     return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
 
 
-@_one_thread()
+@single_torch_thread()
 def run_spread_vs_n(cell: Cell) -> dict[str, Any]:
     """sd of PVI's q against n, misspecified (tau = 2) and homogeneous control (tau = 0); Bayes sd for reference."""
     from icml26.probabilistic.pvi.bayes import exact_posterior
@@ -150,7 +134,7 @@ def run_spread_vs_n(cell: Cell) -> dict[str, Any]:
     return {"metrics": metrics, "curves": {"spread": rows}}
 
 
-@_one_thread()
+@single_torch_thread()
 def run_likelihood_free(cell: Cell) -> dict[str, Any]:
     """PVI with the likelihood (log score) vs PVI through the simulator only (CRPS), on the same data."""
     import numpy as np
@@ -179,7 +163,7 @@ def run_likelihood_free(cell: Cell) -> dict[str, Any]:
     return {"metrics": metrics, "info": {"data": cell["data"], "parameters": list(model.param_names)}}
 
 
-@_one_thread()
+@single_torch_thread()
 def run_radon(cell: Cell) -> dict[str, Any]:
     """Complete-pooling radon regression: held-out scores and per-coefficient spread ratios, one split per seed."""
     from icml26.probabilistic.pvi.bayes import exact_posterior

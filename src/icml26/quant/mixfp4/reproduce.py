@@ -147,25 +147,12 @@ def _arms(source: str) -> dict[str, Any]:
     """FP and fake-quantised copies of the model (built once per process): W4A4 and A4-only per format."""
     import copy
 
-    import torch
-
     from icml26.quant.mixfp4 import MixFP4Config, MXFP4Config, NVFP4Config, quantize_
 
     if source == "synthetic":
-        from transformers import LlamaConfig, LlamaForCausalLM
+        from icml26.models import tiny_llama
 
-        config = LlamaConfig(
-            vocab_size=256,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=WINDOW,
-        )
-        with torch.random.fork_rng():  # a fixed tiny random model, without touching the global RNG
-            torch.manual_seed(0)
-            base = LlamaForCausalLM(config).eval()
+        base = tiny_llama(vocab_size=256, hidden_size=64, intermediate_size=128, max_position_embeddings=WINDOW)
     else:
         base, _ = _model()
     configs = {
