@@ -82,3 +82,13 @@ def test_cell_reads_settings_with_clear_errors():
     with pytest.raises(KeyError, match="has no 'm'"):
         cell["m"]
     assert cell.rng().integers(1 << 30) == Cell("q", "C2", "full", {}, 0).rng().integers(1 << 30)
+
+
+def test_profiles_carry_expected_seconds_per_cell() -> None:
+    from icml26._core import profiles as make_profiles
+
+    p = make_profiles({}, {}, {}, seeds=(1, 2, 3), cell_seconds=(0.5, 2.0, 30.0))
+    assert [p[k].cell_seconds for k in ("smoke", "quick", "full")] == [0.5, 2.0, 30.0]
+    assert make_profiles({}, {}, {}, seeds=(1, 1, 1))["quick"].cell_seconds is None
+    with pytest.raises(ClaimError, match="cell_seconds"):
+        Profile(cell_seconds=-1.0)

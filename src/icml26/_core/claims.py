@@ -65,11 +65,14 @@ class Profile:
     """The grid a claim runs at one budget: ``settings`` x ``seeds`` cells.
 
     ``settings`` are JSON-able dicts handed to the cell function (sizes, hyper-parameters, scenario names);
-    ``seeds`` is how many seeds (0, 1, ..., seeds-1) each setting runs.
+    ``seeds`` is how many seeds (0, 1, ..., seeds-1) each setting runs. ``cell_seconds`` is the expected wall time
+    of one cell in seconds on one core of the 2-core reference machine (declared, then checked loosely against
+    measured runs): it is how the quick profile's budget is planned. It is not part of the card's config.
     """
 
     settings: tuple[Mapping[str, Any], ...] = (MappingProxyType({}),)
     seeds: int = 3
+    cell_seconds: float | None = None
 
     def __post_init__(self) -> None:
         settings = tuple(self.settings)
@@ -81,6 +84,8 @@ class Profile:
             canonical_json(s)  # raises if not JSON-able
         if not isinstance(self.seeds, int) or self.seeds < 1:
             raise ClaimError(f"seeds must be a positive integer, got {self.seeds!r}")
+        if self.cell_seconds is not None and not (math.isfinite(self.cell_seconds) and self.cell_seconds > 0):
+            raise ClaimError(f"cell_seconds must be a positive number of seconds, got {self.cell_seconds!r}")
         object.__setattr__(self, "settings", tuple(MappingProxyType(dict(s)) for s in settings))
 
 
@@ -334,10 +339,22 @@ class PaperCard:
 Settings = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
 
-def profiles(smoke: Settings, quick: Settings, full: Settings, seeds: tuple[int, int, int]) -> dict[str, Profile]:
-    """The three profiles of a claim from their settings (one mapping or a sequence) and seed counts."""
+def profiles(
+    smoke: Settings,
+    quick: Settings,
+    full: Settings,
+    seeds: tuple[int, int, int],
+    cell_seconds: tuple[float | None, float | None, float | None] = (None, None, None),
+) -> dict[str, Profile]:
+    """The three profiles of a claim from their settings (one mapping or a sequence), seed counts and expected
+    seconds per cell (see :class:`Profile`)."""
 
-    def one(settings: Settings, n: int) -> Profile:
-        return Profile(settings=(settings,) if isinstance(settings, Mapping) else tuple(settings), seeds=n)
+    def one(settings: Settings, n: int, cost: float | None) -> Profile:
+        grid = (settings,) if isinstance(settings, Mapping) else tuple(settings)
+        return Profile(settings=grid, seeds=n, cell_seconds=cost)
 
-    return {"smoke": one(smoke, seeds[0]), "quick": one(quick, seeds[1]), "full": one(full, seeds[2])}
+    return {
+        "smoke": one(smoke, seeds[0], cell_seconds[0]),
+        "quick": one(quick, seeds[1], cell_seconds[1]),
+        "full": one(full, seeds[2], cell_seconds[2]),
+    }
