@@ -16,6 +16,7 @@ from icml26.decision.unanimous_lottery import (
     METHODS,
     Advice,
     InfeasibilityCertificate,
+    Instance,
     LinearStakeholder,
     QueryOracle,
     adversarial_binding,
@@ -160,6 +161,17 @@ def test_random_feasible_instances_are_solved_by_everyone():
         inst = random_feasible(n, m, rng)
         for method in METHODS:
             assert solve(inst, 1e-2, method, seed=0).feasible
+
+
+def test_answers_do_not_depend_on_the_utilities_location_or_scale():
+    """Only accept/reject answers reach the algorithm: u -> a u + b, tau -> a tau + b (a > 0) changes nothing."""
+    rng = np.random.default_rng(12)
+    inst = random_feasible(60, 4, rng)
+    moved = Instance(3.7 * inst.utilities - 11.0, 3.7 * inst.thresholds - 11.0, "moved", inst.witness)
+    for method in METHODS:
+        a, b = solve(inst, 1e-3, method, seed=5), solve(moved, 1e-3, method, seed=5)
+        assert a.n_queries == b.n_queries and a.elicited == b.elicited
+        np.testing.assert_allclose(a.lottery, b.lottery, atol=1e-12)
 
 
 def test_ties_with_the_bar_keep_the_boxes_finite_and_exact():

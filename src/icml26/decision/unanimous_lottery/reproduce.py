@@ -376,6 +376,27 @@ _OVERHEAD_NOTE = (
     "count against it."
 )
 _PER_DET = "queries / deterministic's (same instance, same order)"
+_TENTH = [(0.9, "0.9: min effect (a tenth fewer queries)")]
+PLOT_VS_FULL = _plot_vs_n(
+    _ratio_to_full,
+    ROBUST,
+    [(0.5, "0.5: min effect (half of full elicitation)")],
+    "queries / full's (cell means) = 1 - effect",
+    logy=True,
+)
+PLOT_ORDER_SAVING = _plot_vs_n(
+    _metric("queries_per_deterministic"), ("randomized", *ADVERSARIAL), _TENTH, _PER_DET, logy=False
+)
+PLOT_ADVICE_SAVING = _plot_vs_n(
+    _metric("queries_per_deterministic"), ("deterministic", *ADVISED), _TENTH, _PER_DET, logy=True
+)
+PLOT_OVERHEAD = _plot_vs_n(
+    _metric("max_overhead_ratio"),
+    ADVISED,
+    [(1.0, "1: the cap (reference)")],
+    "worst overhead in a block / (n + m E_nominal)",
+    logy=False,
+)
 
 CARD = PaperCard(
     slug="unanimous_lottery",
@@ -395,13 +416,7 @@ CARD = PaperCard(
             paper_figure="qualitative (abstract); notes: adaptive ~1/10-1/5 of full elicitation",
             notes="relative saving (full - adaptive)/full >= 0.5, the notes' threshold for n >= 50. Cells fail "
             "unless every arm solves every feasible instance (solve_rate 1 per arm in every cell).",
-            plot=_plot_vs_n(
-                _ratio_to_full,
-                ROBUST,
-                [(0.5, "0.5: min effect (half of full elicitation)")],
-                "queries / full's (cell means) = 1 - effect",
-                logy=True,
-            ),
+            plot=PLOT_VS_FULL,
             **_VS_FULL,
         ),
         Claim(
@@ -413,13 +428,7 @@ CARD = PaperCard(
             profiles=RANDOM_LARGE,
             paper_figure="qualitative (abstract)",
             notes="as C1, for the random verification order",
-            plot=_plot_vs_n(
-                _ratio_to_full,
-                ROBUST,
-                [(0.5, "0.5: min effect (half of full elicitation)")],
-                "queries / full's (cell means) = 1 - effect",
-                logy=True,
-            ),
+            plot=PLOT_VS_FULL,
             **_VS_FULL,
         ),
         Claim(
@@ -460,13 +469,7 @@ CARD = PaperCard(
             profiles=RANDOM_LARGE,
             paper_figure="qualitative (abstract)",
             notes=_SAVING_NOTE,
-            plot=_plot_vs_n(
-                _metric("queries_per_deterministic"),
-                ("randomized", *ADVERSARIAL),
-                [(0.9, "0.9: min effect (a tenth fewer queries)")],
-                _PER_DET,
-                logy=False,
-            ),
+            plot=PLOT_ORDER_SAVING,
         ),
         Claim(
             id="C3a",
@@ -510,13 +513,7 @@ CARD = PaperCard(
             min_effect=0.1,
             paper_figure="exactly n with exact advice (notes)",
             notes=_SAVING_NOTE + " Every cell also checks that exact advice costs exactly n on every instance.",
-            plot=_plot_vs_n(
-                _metric("queries_per_deterministic"),
-                ("deterministic", *ADVISED),
-                [(0.9, "0.9: min effect (a tenth fewer queries)")],
-                _PER_DET,
-                logy=True,
-            ),
+            plot=PLOT_ADVICE_SAVING,
             **_ADVICE,
         ),
         Claim(
@@ -529,13 +526,7 @@ CARD = PaperCard(
             min_effect=0.1,
             paper_figure="qualitative (abstract)",
             notes=_SAVING_NOTE,
-            plot=_plot_vs_n(
-                _metric("queries_per_deterministic"),
-                ("deterministic", *ADVISED),
-                [(0.9, "0.9: min effect (a tenth fewer queries)")],
-                _PER_DET,
-                logy=True,
-            ),
+            plot=PLOT_ADVICE_SAVING,
             **_ADVICE,
         ),
         Claim(
@@ -548,13 +539,7 @@ CARD = PaperCard(
             reference=1.0,
             paper_figure="preserving worst-case guarantees (abstract)",
             notes=_OVERHEAD_NOTE,
-            plot=_plot_vs_n(
-                _metric("max_overhead_ratio"),
-                ADVISED,
-                [(1.0, "1: the cap (reference)")],
-                "worst overhead in a block / (n + m E_nominal)",
-                logy=False,
-            ),
+            plot=PLOT_OVERHEAD,
             **_ADVICE,
         ),
         Claim(
@@ -567,13 +552,7 @@ CARD = PaperCard(
             reference=1.0,
             paper_figure="preserving worst-case guarantees (abstract)",
             notes=_OVERHEAD_NOTE,
-            plot=_plot_vs_n(
-                _metric("max_overhead_ratio"),
-                ADVISED,
-                [(1.0, "1: the cap (reference)")],
-                "worst overhead in a block / (n + m E_nominal)",
-                logy=False,
-            ),
+            plot=PLOT_OVERHEAD,
             **_ADVICE,
         ),
     ),
