@@ -18,8 +18,9 @@ accept p?"; the cost is the number of queries. Output: a p that all n accept, or
    constraints leave no lottery: then the outer constraints prove infeasibility (``"exact"``, with Farkas
    multipliers on <= m stakeholders), or the answer is *undetermined at ε* (``"thin"``: no lottery clears
    every bar by more than a stated band <= 4ε, so any feasible set is thinner than the precision).
-   Randomised: a uniformly random order, so that on nested chains the expected number elicited is
-   H_L ~ ln L instead of L.
+   ``result.status`` says which: ``"feasible"``, ``"infeasible"`` (a proof) or ``"undetermined"``.
+   Randomised: a uniformly random order (the only method that takes an ``rng``), so that on nested chains the
+   expected number elicited is H_L ~ ln L instead of L.
 4. **Learning-augmented** (``Advice``): ask everyone about an advised lottery first (exactly n queries if it
    is right), then elicit at most ``budget`` advised or rejecting stakeholders before the robust loop: advice
    spends at most n + budget·E queries up front (E: one elicitation's cost) and the worst-case bound grows
