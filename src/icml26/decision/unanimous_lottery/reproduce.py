@@ -332,27 +332,28 @@ def _grid(ns: tuple[int, ...], ms: tuple[int, ...], epss: tuple[float, ...], ins
 
 
 GRID_M, GRID_EPS = (3, 5, 8), (1e-2, 1e-3, 1e-4)
-# quick: the grid's corners (m in {3, 8}, eps in {1e-2, 1e-4}), 5 instances per cell; full: the whole grid
+# quick: the grid's corners (m in {3, 8}, eps in {1e-2, 1e-4}), 5 instances per cell (whole quick profile ~30 s);
+# full: the whole grid, 50 instances per cell (~8 min of cell time, ~4 min on 2 workers)
 RANDOM_ALL = profiles(
     smoke=_grid((10, 30), (3,), (1e-2,), 3),
     quick=_grid((10, 30, 100, 300), (3, 8), (1e-2, 1e-4), 5),
     full=_grid((10, 30, 100, 300, 1000), GRID_M, GRID_EPS, 50),
     seeds=(1, 1, 1),
-    cell_seconds=(0.5, 1.0, 8.0),
+    cell_seconds=(0.5, 0.7, 9.0),
 )
 RANDOM_LARGE = profiles(  # the notes' C1 assertion is for n >= 50: the same cells, restricted to n >= 100
     smoke=_grid((30,), (3,), (1e-2,), 3),
     quick=_grid((100, 300), (3, 8), (1e-2, 1e-4), 5),
     full=_grid((100, 300, 1000), GRID_M, GRID_EPS, 50),
     seeds=(1, 1, 1),
-    cell_seconds=(0.5, 1.5, 12.0),
+    cell_seconds=(0.5, 1.0, 12.0),
 )
 WINDOW_PROFILES = profiles(
     smoke={"ns": [10, 20, 30], "eps_grid": [1e-2, 1e-3, 1e-4], "instances": 3},
     quick={"ns": [10, 30, 100, 300], "eps_grid": [1e-2, 1e-3, 1e-4, 1e-5, 1e-6], "instances": 10},
     full={"ns": [10, 30, 100, 300, 1000], "eps_grid": [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8], "instances": 20},
     seeds=(1, 3, 5),
-    cell_seconds=(0.5, 3.0, 20.0),
+    cell_seconds=(0.5, 3.5, 8.0),
 )
 # revision 3: refined, well-conditioned elicitation (issue 15); every arm must solve every feasible instance;
 # the per-instance ratio queries_per_deterministic
@@ -453,7 +454,7 @@ CARD = PaperCard(
                 quick=[{"links": L, "instances": 30} for L in (8, 16)],
                 full=[{"links": L, "instances": 100} for L in (8, 12, 16, 20)],
                 seeds=(1, 3, 5),
-                cell_seconds=(0.5, 1.0, 4.0),
+                cell_seconds=(0.5, 0.5, 1.5),
             ),
             paper_figure="expected elicited H_n ~ ln n vs n (notes)",
             notes="threshold 0.5 from the notes; the chain is built against the implemented centring rule",
