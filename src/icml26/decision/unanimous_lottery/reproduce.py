@@ -216,7 +216,7 @@ def _finish(ax: Any, xlabel: str, ylabel: str, xticks: list[float] | None = None
 
     plain = FuncFormatter(lambda v, _: f"{v:.3g}")
     if xticks is not None:
-        ax.set_xticks(xticks, [f"{x:.3g}" for x in xticks])
+        ax.set_xticks(xticks, [f"{x:.4g}" for x in xticks])
         ax.xaxis.set_minor_formatter(NullFormatter())
     if ax.get_yscale() == "log":
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
