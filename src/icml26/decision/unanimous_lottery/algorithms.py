@@ -1,8 +1,8 @@
 """Finding a unanimously acceptable lottery, or certifying that none exists, by accept/reject queries.
 
 **Full elicitation** (the baseline). Elicit every stakeholder (``elicit``), then solve one LP over all the
-learned inner constraints: its max-slack point is accepted by everyone by construction. Cost: exactly
-n (m + (m - 1)⌈log2(1/ε)⌉) when every boundary crosses the simplex.
+learned inner constraints: its max-slack point is accepted by everyone by construction. Cost: n times the
+cost of one elicitation, nominally m + (m - 1)⌈log2(1/ε)⌉ plus a few refinement halvings (``elicit``).
 
 **Verify-then-elicit** (the adaptive algorithm: a cutting-plane loop). Keep the set S of elicited stakeholders.
 
@@ -13,7 +13,7 @@ n (m + (m - 1)⌈log2(1/ε)⌉) when every boundary crosses the simplex.
 
 Only stakeholders whose constraint cuts off some centre are ever elicited. Each round elicits a stakeholder
 never elicited before (elicited ones accept every later centre), so there are at most n + 1 rounds, and
-with k elicited, ``queries <= k (m + (m - 1)⌈log2(1/ε)⌉) + (k + 1) n`` (``query_bound``).
+with k elicited, ``queries <= k E + (k + 1) n`` (``query_bound``), E the most one elicitation can cost.
 
 **Randomised.** The same loop, verifying in a uniformly random order (drawn once, as in Seidel's and
 Clarkson's randomised incremental LP). On nested "chain" instances, where the rejecters of each centre are a
@@ -37,11 +37,13 @@ n + the unadvised cost.
 - ``"vertex"``: a stakeholder rejected all m pure options, hence every lottery (exact);
 - ``"exact"``: the *outer* constraints of S (implied by the answers) already exclude every lottery; the LP's
   duals give a Farkas combination sum_i λ_i w_i < 0 of at most m stakeholders (Helly): a proof;
-- ``"thin"``: the outer constraints leave some lottery but the inner ones do not: the feasible set of S, if
-  any, lies inside the ε-uncertainty of the learned boundaries. The statement proved is that no lottery clears
-  every bar of S by more than ``band``, in the scale where each stakeholder's anchor option is worth 1 (the
-  largest box width of S's learned coefficients, O(ε) when no crossing sits within O(ε) of a vertex). This is
-  the precise sense in which "a feasible set thinner than ε may be reported infeasible".
+- ``"thin"`` (the answer is *undetermined at ε*, not "infeasible"): the outer constraints leave some lottery
+  but the inner ones do not, so the feasible set of S, if any, lies inside the ε-uncertainty of the learned
+  boundaries. The statement proved is that no lottery clears every bar of S by more than ``band``, in the scale
+  where each stakeholder's largest coefficient is 1: ``band`` is how far the best lottery clears every *outer*
+  constraint of S (an LP), at most the widest learned box of S, 4ε (``elicit.WIDTH``) after refinement.
+  This is the precise sense in which "a feasible set thinner than ε may be reported infeasible":
+  ``result.status == "undetermined"``, never "infeasible".
 
 A returned lottery is never approximate: it was accepted by every non-elicited stakeholder at the last round
 and satisfies every elicited one's inner constraint, which implies acceptance.
@@ -70,9 +72,9 @@ from icml26.decision.unanimous_lottery.elicit import (
     LearnedConstraints,
     check_precision,
     elicit_halfspaces,
-    elicitation_cost,
+    max_elicitation_cost,
 )
-from icml26.decision.unanimous_lottery.lp import max_slack_point, plane_norms
+from icml26.decision.unanimous_lottery.lp import max_min_value, max_slack_point
 from icml26.decision.unanimous_lottery.oracle import Oracle, as_lottery
 
 __all__ = [
@@ -90,6 +92,7 @@ __all__ = [
 Method = Literal["deterministic", "randomized", "full"]
 METHODS: tuple[str, ...] = ("deterministic", "randomized", "full")
 MIN_SLACK = 1e-9  # a centre must clear the inner constraints by this much (floating-point safety)
+BAND_TOL = 1e-9  # added to a thin certificate's band: the LP's own tolerance
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class InfeasibilityCertificate:
 
     ``constraints`` are the learned boxes of ``stakeholders``; ``multipliers`` the Farkas weights of an
     ``"exact"`` certificate; ``band`` bounds how far any lottery can clear every bar of a ``"thin"`` one.
+    ``"vertex"`` and ``"exact"`` prove infeasibility; ``"thin"`` only says the answer is undetermined at ``eps``.
     """
 
     kind: Literal["vertex", "exact", "thin"]
@@ -139,8 +143,9 @@ class InfeasibilityCertificate:
         if self.kind == "exact":
             return f"the constraints implied by the answers of stakeholders {who} exclude every lottery"
         return (
-            f"no lottery clears every bar of stakeholders {who} by more than {self.band:.3g} (anchor-normalised): "
-            f"infeasible at precision eps = {self.eps:g}"
+            f"undetermined at eps = {self.eps:g}: no lottery clears every bar of stakeholders {who} by more than "
+            f"{self.band:.3g} (each one's largest coefficient scaled to 1), so a unanimously acceptable lottery, "
+            "if any exists, lies within the precision of the learned boundaries"
         )
 
 
@@ -148,9 +153,10 @@ class InfeasibilityCertificate:
 class LotteryResult:
     """The outcome, in the style of ``scipy.optimize.OptimizeResult``.
 
-    ``feasible``: a unanimously acceptable ``lottery`` was found (else ``certificate`` says why none exists);
-    ``n_queries``: accept/reject queries asked; ``elicited``: stakeholders whose constraint was learned, in
-    order; ``history``: the verification rounds; ``message``: one line for humans.
+    ``feasible``: a unanimously acceptable ``lottery`` was found (else ``certificate`` says why none was, and
+    ``status`` whether that is a proof of infeasibility or an answer undetermined at ε); ``n_queries``:
+    accept/reject queries asked; ``elicited``: stakeholders whose constraint was learned, in order;
+    ``history``: the verification rounds; ``message``: one line for humans.
     """
 
     feasible: bool
@@ -161,6 +167,14 @@ class LotteryResult:
     history: tuple[Round, ...] = field(repr=False)
     method: str
     message: str
+
+    @property
+    def status(self) -> Literal["feasible", "infeasible", "undetermined"]:
+        """``"feasible"`` (a lottery all accept), ``"infeasible"`` (a proof: vertex or exact certificate) or
+        ``"undetermined"`` (a thin certificate: any feasible set is thinner than the precision eps)."""
+        if self.feasible:
+            return "feasible"
+        return "undetermined" if self.certificate is not None and self.certificate.kind == "thin" else "infeasible"
 
     @property
     def success(self) -> bool:
@@ -186,10 +200,11 @@ def query_bound(
 ) -> int:
     """The proven upper bound on queries (the worst case over instances, or given the number elicited).
 
-    Full elicitation: n E with E = m + (m - 1)⌈log2(1/ε)⌉. Adaptive (any order, with or without advised
-    stakeholders): k E + (k + 1) n for k elicited (k <= n), plus n if an advised lottery was asked first.
+    Full elicitation: n E with E = ``max_elicitation_cost`` (the nominal m + (m - 1)⌈log2(1/ε)⌉ plus the
+    refinement cap). Adaptive (any order, with or without advised stakeholders): k E + (k + 1) n for k
+    elicited (k <= n), plus n if an advised lottery was asked first.
     """
-    n, E = int(n_stakeholders), elicitation_cost(n_options, eps)
+    n, E = int(n_stakeholders), max_elicitation_cost(n_options, eps)
     if method == "full":
         return n * E
     k = n if n_elicited is None else int(n_elicited)
@@ -290,9 +305,12 @@ def _infeasibility_certificate(learned: LearnedConstraints, eps: float) -> Infea
                 eps,
                 multipliers=lam[support] / lam[support].sum(),
             )
-    widths = (cuts.upper - cuts.lower).max(axis=1) if len(cuts) else np.zeros(0)
-    W, _ = _inner_rows(cuts)
-    band = float(np.max(widths + MIN_SLACK * plane_norms(W))) if len(cuts) else math.inf
+    # the band: how far the best lottery clears every *outer* constraint (true w <= w⁺ coordinate-wise, so no
+    # lottery clears the true bars by more). The inner constraints admit no lottery, so it is at most the
+    # widest box of S (<= 4 eps), plus the LP's floating-point slack. Rows with an unbounded coefficient are
+    # left out (fewer rows: a larger, still valid band; infinite if none is left).
+    _, band = max_min_value(outer.upper)
+    band = max(band, 0.0) + BAND_TOL if math.isfinite(band) else math.inf
     return InfeasibilityCertificate("thin", tuple(int(i) for i in cuts.stakeholders), cuts, eps, band=band)
 
 
@@ -315,9 +333,12 @@ def find_unanimous_lottery(
     method: ``"deterministic"`` (verify in index order), ``"randomized"`` (a random order) or ``"full"``
         (elicit everyone, then one LP).
     advice: :class:`Advice` for the learning-augmented variants (adaptive methods only).
-    rng: a ``numpy.random.Generator`` or seed for ``"randomized"``.
+    rng: a ``numpy.random.Generator`` or seed, for ``"randomized"`` only (the other methods are deterministic
+        and refuse one, rather than silently ignore it).
     """
     n, m, eps = _validate(oracle, n_options, eps, method)
+    if rng is not None and method != "randomized":
+        raise ValueError(f"rng is used only by method='randomized'; method={method!r} is deterministic (pass rng=None)")
     if advice is not None and method == "full":
         raise ValueError("advice is used by the adaptive methods only, not by method='full'")
     counted = _Counted(oracle)
@@ -395,5 +416,9 @@ def _feasible(p: np.ndarray, oracle: _Counted, elicited: tuple[int, ...], histor
 def _infeasible(  # type: ignore[no-untyped-def]
     cert: InfeasibilityCertificate, oracle: _Counted, elicited: tuple[int, ...], history: tuple[Round, ...], method
 ):
-    msg = f"no unanimously acceptable lottery ({cert.kind} certificate, {oracle.n_queries} queries): {cert.statement}"
+    asked = f"{cert.kind} certificate, {oracle.n_queries} queries"
+    if cert.kind == "thin":
+        msg = f"undetermined at eps = {cert.eps:g} ({asked}): {cert.statement}"
+    else:
+        msg = f"no unanimously acceptable lottery ({asked}): {cert.statement}"
     return LotteryResult(False, None, cert, oracle.n_queries, elicited, history, method, msg)

@@ -4,10 +4,12 @@
 - A ``"vertex"`` certificate: its stakeholder's utilities are all below its bar (it rejects every option).
 - An ``"exact"`` certificate: (a) the LP on the *true* constraints of its stakeholders has no solution
   (max-slack s* < 0), and (b) its multipliers combine the true constraints, each scaled so that its anchor
-  option is worth 1, into a vector that is negative on every option (Farkas).
-- A ``"thin"`` certificate: (a) every true constraint lies inside its learned box (the answers were read
-  correctly), and (b) the LP on the true constraints of its stakeholders, anchor-normalised, has no lottery
-  that clears every bar by more than the certificate's ``band``: the documented ε-semantics.
+  coefficient has magnitude 1, into a vector that is negative on every option (Farkas).
+- A ``"thin"`` certificate (an answer *undetermined at ε*) must not be vacuous: (a) its ``band`` is finite and
+  at most VACUOUS_BAND·ε (a wider band says nothing at precision ε; the elicitation guarantees 4ε), (b) every
+  true constraint lies inside its learned box (the answers were read correctly), and (c) the LP on the true
+  constraints of its stakeholders, anchor-normalised, has no lottery that clears every bar by more than
+  ``band`` (the true constraints do not contradict it): the documented ε-semantics.
 
 The same LP on all n true constraints says whether the instance is in truth feasible (``true_slack``).
 """
@@ -21,12 +23,22 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from icml26.decision.unanimous_lottery.algorithms import InfeasibilityCertificate, LotteryResult
-from icml26.decision.unanimous_lottery.lp import max_slack_point
+from icml26.decision.unanimous_lottery.elicit import WIDTH
+from icml26.decision.unanimous_lottery.lp import max_min_value, max_slack_point
 from icml26.decision.unanimous_lottery.oracle import LinearStakeholder
 
-__all__ = ["CheckReport", "check_certificate", "check_lottery", "check_result", "true_constraints", "true_slack"]
+__all__ = [
+    "VACUOUS_BAND",
+    "CheckReport",
+    "check_certificate",
+    "check_lottery",
+    "check_result",
+    "true_constraints",
+    "true_slack",
+]
 
 TOL = 1e-9
+VACUOUS_BAND = 2 * WIDTH  # a thin certificate whose band exceeds this many eps certifies nothing at eps
 
 
 @dataclass(frozen=True)
@@ -69,9 +81,9 @@ def check_lottery(lottery: ArrayLike, W: np.ndarray) -> CheckReport:
 
 def _anchor_normalised(cert: InfeasibilityCertificate, W: np.ndarray) -> np.ndarray:
     rows = W[list(cert.stakeholders)]
-    scale = rows[np.arange(len(rows)), cert.constraints.anchor]
-    if np.any(scale <= 0):
-        raise ValueError("a certificate's anchor option is not accepted by its stakeholder")
+    scale = np.abs(rows[np.arange(len(rows)), cert.constraints.anchor])
+    if np.any(scale == 0):
+        raise ValueError("a certificate's anchor coefficient is zero in truth: its scale is meaningless")
     return rows / scale[:, None]
 
 
@@ -92,19 +104,23 @@ def check_certificate(cert: InfeasibilityCertificate, W: np.ndarray) -> CheckRep
         farkas = cert.multipliers is not None and bool(np.all(cert.multipliers >= 0)) and combined.max() < 0
         ok = bool(slack < 0 and farkas)
         return CheckReport(ok, f"true max-slack {slack:.3g} (< 0 needed); Farkas max {combined.max():.3g} (< 0 needed)")
+    if not np.isfinite(cert.band):  # a learned coefficient is unbounded: the band statement is vacuous
+        return CheckReport(False, f"vacuous thin certificate: its band is {cert.band} (it certifies nothing)")
+    if cert.band > VACUOUS_BAND * cert.eps:
+        return CheckReport(
+            False,
+            f"vacuous thin certificate: band {cert.band:.3g} is wider than {VACUOUS_BAND:g} eps = "
+            f"{VACUOUS_BAND * cert.eps:.3g}: it says nothing at precision eps",
+        )
     lower, upper = cert.constraints.lower, cert.constraints.upper
     scale = 1.0 + np.abs(Wn)
     inside = bool(np.all(Wn >= lower - TOL * scale) and np.all(Wn <= upper + TOL * scale))
-    if not np.isfinite(cert.band):  # a learned coefficient is unbounded: the band statement is vacuous
-        return CheckReport(
-            inside, f"true constraints {'inside' if inside else 'OUTSIDE'} their boxes; band is infinite"
-        )
-    best = max_slack_point(Wn - cert.band, facets=False)  # (w - band 1)·p = w·p - band on the simplex
-    clears = best.p is not None and float((Wn @ best.p).min()) > cert.band + TOL
+    _, best = max_min_value(Wn)  # how far the best lottery clears every true (anchor-normalised) bar
+    clears = best > cert.band + TOL
     ok = inside and not clears
     return CheckReport(
         ok,
-        f"true constraints {'inside' if inside else 'OUTSIDE'} their boxes; "
+        f"undetermined at eps = {cert.eps:g}: true constraints {'inside' if inside else 'OUTSIDE'} their boxes; "
         f"{'a' if clears else 'no'} lottery clears every bar by more than band {cert.band:.3g}",
     )
 

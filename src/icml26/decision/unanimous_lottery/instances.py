@@ -3,9 +3,10 @@
 No data set exists or is needed. The families:
 
 - ``random_feasible``: u_i ~ U[0, 1]^m, a Dirichlet(1) lottery p0, τ_i = u_i·p0 - slack_i, slack_i ~ U[0.05, 0.2]:
-  p0 is accepted by all (the *witness*) with room to spare, so that the family stays feasible at every precision
-  of the grid (with slacks down to 0, n = 300 leaves a feasible set ~1e-3 wide: "thin" at eps = 1e-2); the
-  order of stakeholders is already random;
+  p0 is accepted by all (the *witness*) with room to spare. Since w_i = u_i - τ_i has entries in [-1, 1.2],
+  p0 clears every bar by at least 0.05 / 1.2 > 4ε in units of each stakeholder's largest coefficient for every
+  ε <= 1e-2, more than the elicitation's worst-case loss (4ε): every method solves every instance at every
+  precision of the grid (a property test checks it). The order of stakeholders is already random;
 - ``random_infeasible``: a random feasible instance in which two stakeholders, at random positions, are
   replaced by a contradictory pair u·p >= τ and u·p <= τ - gap;
 - ``adversarial_order``: the same stakeholders, most accepting (of the simplex's centre) first and the

@@ -11,6 +11,9 @@ whose optimum s* > 0 iff the region has an interior, s* = 0 iff it is non-empty 
 With the facet rows the point is the Chebyshev centre of the region (the loop's centring rule); without them
 it is the lottery that clears every constraint by the most, the quantity certificates speak about.
 Coordinates in ``forbidden`` are fixed to 0 (inner constraints with an infinite negative coefficient).
+
+``max_min_value`` is the unnormalised variant, max_p min_i w_i·p: how far the best lottery clears every
+constraint in the rows' own scale (what a "thin" certificate's band states).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-__all__ = ["SlackSolution", "max_slack_point", "plane_norms"]
+__all__ = ["SlackSolution", "max_min_value", "max_slack_point", "plane_norms"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +78,25 @@ def max_slack_point(W: np.ndarray, *, facets: bool = True, forbidden: np.ndarray
     p /= p.sum()  # remove the solver's ~1e-12 infeasibilities: the oracle wants an exact lottery
     multipliers = -np.asarray(res.ineqlin.marginals[:k]) if k else np.zeros(0)
     return SlackSolution(p, float(res.x[m]), np.clip(multipliers, 0.0, None))
+
+
+def max_min_value(W: np.ndarray) -> tuple[np.ndarray, float]:
+    """max over lotteries p of min_i W_i·p, and a maximiser (rows finite; +inf with no rows)."""
+    W = np.asarray(W, dtype=float)
+    k, m = W.shape
+    if k == 0:
+        return np.full(m, 1.0 / m), np.inf
+    # variables (p_1..p_m, s): -W p + s <= 0, sum p = 1, p >= 0, s free
+    res = linprog(
+        np.r_[np.zeros(m), -1.0],
+        A_ub=np.c_[-W, np.ones(k)],
+        b_ub=np.zeros(k),
+        A_eq=np.r_[np.ones(m), 0.0][None, :],
+        b_eq=[1.0],
+        bounds=[(0.0, None)] * m + [(None, None)],
+        method="highs",
+    )
+    if res.status != 0:
+        raise RuntimeError(f"max-min LP failed: {res.message}")
+    p = np.clip(res.x[:m], 0.0, None)
+    return p / p.sum(), float(res.x[m])
