@@ -69,7 +69,8 @@ def test_a_deterministic_claim_has_no_interval_and_no_sign_test():
     assert fmt.ci_text(CLAIM, EXACT) == fmt.DETERMINISTIC == fmt.sign_p_text(CLAIM, EXACT)
     summary = fmt.summary(CLAIM, [EXACT])
     assert summary == (
-        "wrong_marks (lower is better): ifci 0 marks vs reference 0 marks; effect 0 marks (deterministic: one exact run)"
+        "wrong_marks (lower is better): ifci 0 marks vs reference 0 marks; "
+        "effect 0 marks (deterministic: one exact run)"
     )
     assert "-0" not in summary and "[" not in summary
     several = {**EXACT, "n": 5, "ci_low": -0.02, "ci_high": 0.02, "sign_p": 0.5}

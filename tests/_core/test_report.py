@@ -1,6 +1,7 @@
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,20 @@ def test_hostile_card_text_is_escaped_in_html(tiny):
     assert "<script" not in page and "<img src=x" not in page and "<!-- papers:end" not in page
     visible = check_html(page)  # no element, attribute or link came from the card
     assert "<script>alert(1)</script>" in visible and "</td></tr></table>" in visible
+
+
+CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (optional)")
+def test_hostile_report_in_headless_chromium(tiny):
+    put(tiny, hostile_card(card_at(tiny)), claim="C1", profile="smoke")
+    html, _ = write_report(tiny)
+    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", html.as_uri()]
+    dom = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "<body>" in dom and "Tiny: more samples" not in dom  # the hostile title replaced it
+    assert "<script" not in dom and "onerror" not in dom.replace("onerror=alert(2)&gt;", "")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and dom.count("<img") == 1  # only the plot
 
 
 def test_hostile_card_text_is_escaped_in_markdown_and_readme(tiny):

@@ -15,8 +15,8 @@ A claim may pass its own ``plot(card, records, ax)``. The helpers below make the
   beside it: ``Claim(..., plot=with_judged_metric(plot_curves))``;
 - :func:`arm_style` gives the claim's method one strong colour and its baselines distinct ones (read the method
   from the card, never from a module constant: claims of one paper have different methods);
-- :func:`reference_line`, :func:`style_key` and :func:`band_key` draw the reference and explain line styles and
-  bands in the legend;
+- :func:`reference_line` and :func:`decision_bounds` draw the reference value and the bound its test asks for;
+  :func:`style_key` and :func:`band_key` explain line styles and bands in the legend;
 - :func:`panels` splits the axes into several panels, for a figure with extra panels.
 """
 
@@ -38,6 +38,7 @@ __all__ = [
     "VERDICT_COLOURS",
     "arm_style",
     "band_key",
+    "decision_bounds",
     "default_plot",
     "judged_metric",
     "legend_outside",
@@ -79,6 +80,29 @@ def reference_line(ax: Any, value: float, label: str | None = None, *, vertical:
     text = label if label is not None else f"reference {value:g}"
     draw = ax.axvline if vertical else ax.axhline
     return draw(value, label=text, **REFERENCE_STYLE)
+
+
+def decision_bounds(ax: Any, card: Mapping[str, Any]) -> None:
+    """For a claim judged against a reference value: the reference line and the bound(s) its test asks for
+    (superiority: better by at least the margin; non-inferiority: not worse by more; equivalence: a band)."""
+    claim = card["claim"]
+    ref = claim.get("reference")
+    if ref is None:
+        return
+    reference_line(ax, ref, f"reference {ref:g}")
+    e, test = float(claim.get("min_effect") or 0.0), claim["test"]
+    if e == 0:
+        return
+    step = e * abs(ref) if claim.get("relative") else e
+    sign = 1.0 if claim["direction"] == "higher" else -1.0
+    margin = f"{e:.3g}{' (relative)' if claim.get('relative') else ''}"
+    bound = {"color": "0.3", "ls": ":", "lw": 1.0}
+    if test == "equivalence":
+        ax.axhspan(ref - step, ref + step, color="0.5", alpha=0.15, lw=0, label=f"band: equivalence margin ±{margin}")
+    elif test == "noninferiority":
+        ax.axhline(ref - sign * step, label=f"bound: not worse than the reference by {margin}", **bound)
+    else:
+        ax.axhline(ref + sign * step, label=f"bound: better than the reference by {margin}", **bound)
 
 
 def style_key(ax: Any, styles: Mapping[str, str], color: str = "0.35") -> None:
@@ -223,8 +247,7 @@ def judged_metric(card: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
             ax.set_xticks(xs, [_short(g["setting"]) for g in groups], rotation=30, ha="right", fontsize=7)
         else:
             ax.set_xlabel(key)
-    if claim.get("reference") is not None:
-        reference_line(ax, claim["reference"], f"reference {claim['reference']:g} (the claim's bar)")
+    decision_bounds(ax, card)
     ax.set_ylabel(_ylabel(claim))
     ax.legend()
 

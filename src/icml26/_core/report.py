@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from icml26._core import fmt
 from icml26._core.io import atomic_write_text
@@ -257,13 +258,15 @@ def _context(
 def _html_env() -> Any:
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    return Environment(
+    env = Environment(
         loader=PackageLoader("icml26._core", "templates"),
         autoescape=True,  # every template of this environment is HTML, whatever its file name
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["url"] = lambda path: quote(str(path), safe="/#._-~")  # a relative path we built
+    return env
 
 
 def _md_env() -> Any:
