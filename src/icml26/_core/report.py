@@ -194,6 +194,9 @@ def _context(
     bench: dict[str, Any] | None = None,
     out: Path | None = None,
 ) -> dict[str, Any]:
+    """What the templates show. ``profile``: the profile to lead with (default: that of the newest card);
+    ``reference``: cards whose full profile is shown beside it (default: the full cards of ``cards``); ``bench``:
+    :func:`load_bench`'s view of the benchmark results; ``out``: the report's folder (links are relative to it)."""
     from icml26 import __version__
     from icml26._core.provenance import git_revision
 
@@ -286,29 +289,16 @@ def _md_env() -> Any:
     return env
 
 
-def render_html(
-    cards: CardSet,
-    *,
-    profile: str | None = None,
-    reference: CardSet | None = None,
-    bench: dict[str, Any] | None = None,
-    out: Path | None = None,
-) -> str:
-    ctx = _context(cards, profile=profile, reference=reference, bench=bench, out=out)
+def render_html(cards: CardSet, **options: Any) -> str:
+    """The self-contained HTML report; ``options`` are those of :func:`_context` (profile, reference, bench, out)."""
+    ctx = _context(cards, **options)
     ctx["plot"] = lambda view: plot_data_uri(view["root"], view["card"]) if view and view.get("ok") else None
     return str(_html_env().get_template("report.html.j2").render(**ctx))
 
 
-def render_markdown(
-    cards: CardSet,
-    *,
-    profile: str | None = None,
-    reference: CardSet | None = None,
-    bench: dict[str, Any] | None = None,
-    out: Path | None = None,
-) -> str:
-    ctx = _context(cards, profile=profile, reference=reference, bench=bench, out=out)
-    return str(_md_env().get_template("report.md.j2").render(**ctx))
+def render_markdown(cards: CardSet, **options: Any) -> str:
+    """``REPORT.md``; ``options`` as for :func:`render_html`."""
+    return str(_md_env().get_template("report.md.j2").render(**_context(cards, **options)))
 
 
 def write_report(
@@ -332,7 +322,7 @@ def write_report(
     for bad in cards.invalid + (ref.invalid if ref else []):
         log.warning("invalid card %s: %s", bad.path, bad.reason)
     bench_view = load_bench(bench)
-    kwargs: dict[str, Any] = {"profile": profile, "reference": ref, "bench": bench_view, "out": out_dir}
-    html = atomic_write_text(out_dir / "report.html", render_html(cards, **kwargs))
-    md = atomic_write_text(out_dir / "REPORT.md", render_markdown(cards, **kwargs))
+    options = {"profile": profile, "reference": ref, "bench": bench_view, "out": out_dir}
+    html = atomic_write_text(out_dir / "report.html", render_html(cards, **options))
+    md = atomic_write_text(out_dir / "REPORT.md", render_markdown(cards, **options))
     return html, md
