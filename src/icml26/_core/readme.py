@@ -143,7 +143,7 @@ def render_paper_page(cards: CardSet, slug: str) -> str | None:
         f"Cards made at commit {text(', '.join(commits) or 'not recorded')} on {text('; '.join(machines) or '?')}. "
         "Effects are oriented so that + means the method is better (relative effects in percent of the baseline); "
         "the 95% interval is the envelope of the paired bootstrap and Student-t intervals. A deterministic claim "
-        f"decided by one exact run has no interval and no sign test (shown as {fmt.DETERMINISTIC}).",
+        f'decided by one exact run has no interval and no sign test: they read "{fmt.DETERMINISTIC}".',
         "",
         "| claim | verdict | paper's figure | ours | files |",
         "|---|---|---|---|---|",
