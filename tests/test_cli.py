@@ -135,3 +135,32 @@ def test_doctor(capsys):
 def test_version(capsys):
     code, out, _ = cli(capsys, "--version")
     assert code == 0 and out.startswith("icml26 ")
+
+
+def test_report_into_another_folder(capsys, tmp_path):
+    from icml26._core.runner import run
+    from tests._core.tiny_paper import tiny_card
+
+    cards, other = tmp_path / "cards", tmp_path / "other"
+    run([tiny_card()], profile="smoke", out=cards, report=False)
+    code, out, err = cli(capsys, "report", str(cards), "--out", str(other), "--profile", "smoke")
+    assert code == 0 and out == "" and "wrote" in err
+    assert (other / "report.html").is_file() and not (cards / "report.html").exists()
+    md = (other / "REPORT.md").read_text()
+    assert "This run: the **smoke** profile (as asked)" in md and "../cards/tiny/C1-smoke.json" in md
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--reference", "/no/such/folder"], "no such --reference folder"),
+        (["--bench", "/no/such/results.json"], "no such --bench file"),
+        (["--out", ""], "--out must not be empty"),
+        (["--out", "/proc/icml26-report"], "cannot write to --out"),
+        (["--profile", "medium"], "medium"),
+    ],
+)
+def test_report_bad_options_are_one_line_and_exit_2(capsys, tmp_path, args, needle):
+    code, out, err = cli(capsys, "report", str(tmp_path), *args)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and needle in err, err

@@ -292,9 +292,32 @@ def reproduce(
 @app.command()
 def report(
     directory_arg: Annotated[str, typer.Argument(metavar="DIRECTORY", help="Folder holding the cards.")] = "results",
+    out_arg: Annotated[
+        str | None,
+        typer.Option("--out", "-o", help="Write report.html and REPORT.md here (default: DIRECTORY)."),
+    ] = None,
+    profile: Annotated[
+        ProfileName | None,
+        typer.Option("--profile", "-p", help="Lead with this profile (default: that of the newest card)."),
+    ] = None,
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference",
+            help="Folder of the committed full-profile cards shown beside the run "
+            "(default: results/ of the source checkout, else DIRECTORY).",
+        ),
+    ] = None,
+    bench: Annotated[
+        str | None,
+        typer.Option(
+            "--bench",
+            help="benchmarks/results.json for the Performance section (default: that of the source checkout, if any).",
+        ),
+    ] = None,
     readme: Annotated[
         Path | None,
-        typer.Option("--readme", help="Also rewrite the paper table of this README (full profile)."),
+        typer.Option("--readme", help="Also rewrite this README's paper table and the per-paper pages (full profile)."),
     ] = None,
 ) -> None:
     """Re-render report.html and REPORT.md from the cards in DIRECTORY (no re-running)."""
@@ -303,17 +326,35 @@ def report(
     directory = Path(directory_arg)
     if not directory.is_dir():
         _fail(f"no such folder: {str(directory)!r}")
+    if out_arg is not None and not out_arg.strip():
+        _fail("--out must not be empty")
+    if reference is not None and not Path(reference).is_dir():
+        _fail(f"no such --reference folder: {reference!r}")
+    if bench is not None and not Path(bench).is_file():
+        _fail(f"no such --bench file: {bench!r}")
     if readme is not None and not readme.is_file():
         _fail(f"no such README: {str(readme)!r}")
-    from icml26._core.report import load_cards, update_readme, write_report
+    from icml26._core.report import committed_results, default_bench, load_cards, update_readme, write_report
+    from icml26._core.runner import RunError, check_writable
 
+    out = Path(out_arg) if out_arg is not None else directory
     try:
-        html, md = write_report(directory)
+        check_writable(out)
+    except RunError as exc:
+        _fail(str(exc))
+    try:
+        html, md = write_report(
+            directory,
+            out=out,
+            profile=profile.value if profile else None,
+            reference=reference if reference is not None else committed_results(),
+            bench=bench if bench is not None else default_bench(),
+        )
         if readme is not None:
             changed = update_readme(readme, load_cards(directory))
-            _err(f"{readme}: paper table {'updated' if changed else 'already up to date'}")
+            _err(f"{readme}: paper table and per-paper pages {'updated' if changed else 'already up to date'}")
     except OSError as exc:
-        _fail(f"cannot write the report into {str(directory)!r}: {exc.strerror or exc}")
+        _fail(f"cannot write the report into {str(out)!r}: {exc.strerror or exc}")
     except ValueError as exc:
         _fail(str(exc))
     _err(f"wrote {html} and {md}")

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from icml26._core import fmt
 from icml26._core.claims import GROUPS, PROFILES, Claim, PaperCard
-from icml26._core.io import stable_hash
+from icml26._core.io import stable_hash, to_jsonable
 from icml26._core.stats import compare
 from icml26._core.verdict import VERDICTS, Verdict, combine, judge
 
@@ -28,17 +29,45 @@ class CardError(ValueError):
     """A result card that does not satisfy the schema."""
 
 
-_num = {"type": ["number", "null"]}
+_num = {"type": ["number", "null"]}  # null: no successful cell to compute it from (NaN is never a number here)
+_count = {"type": "integer", "minimum": 0}
+_text = {"type": "string"}
 _stat = {
     "type": "object",
     "required": ["mean", "std", "n"],
-    "properties": {"mean": _num, "std": _num, "n": {"type": "integer", "minimum": 0}},
+    "properties": {"mean": _num, "std": _num, "n": _count},
 }
 _method_stats = {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": _stat}}
+_ID_PATTERN = "^[A-Za-z][A-Za-z0-9_]*$"
+_FILE_NAME = "^[A-Za-z0-9_][A-Za-z0-9_.-]*$"  # an artifact is a file beside its card, never a path
+
+# What the renderer reads from each comparison. With at least one pair, every statistic must be a number.
+_COMPARISON_NUMBERS = ("effect", "ci_low", "ci_high", "sign_p", "method_mean", "baseline_mean")
+_comparison = {
+    "type": "object",
+    "required": ["baseline", "metric", "n", *_COMPARISON_NUMBERS, "wins", "losses", "ties", "verdict", "reason"],
+    "properties": {
+        "baseline": _text,
+        "metric": _text,
+        "n": _count,
+        **{k: _num for k in _COMPARISON_NUMBERS},
+        "sign_p": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "wins": _count,
+        "losses": _count,
+        "ties": _count,
+        "verdict": {"enum": list(VERDICTS)},
+        "reason": _text,
+        "ci_method": _text,
+    },
+    "if": {"properties": {"n": {"minimum": 1}}},
+    "then": {"properties": {k: {"type": "number"} for k in _COMPARISON_NUMBERS}},
+}
 
 CARD_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "icml26 result card",
+    "description": "One claim measured at one profile. Numbers are finite (NaN and infinities are rejected); "
+    "null marks a statistic without any successful cell behind it.",
     "type": "object",
     "required": [
         "schema_version",
@@ -66,8 +95,9 @@ CARD_SCHEMA: dict[str, Any] = {
         "paper": {
             "type": "object",
             "required": ["slug", "title", "group", "api", "extra"],
+            "additionalProperties": False,
             "properties": {
-                **{k: {"type": "string"} for k in ("title", "api", "extra")},
+                **{k: _text for k in ("title", "api", "extra")},
                 "slug": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
                 "group": {"enum": list(GROUPS)},
             },
@@ -85,11 +115,23 @@ CARD_SCHEMA: dict[str, Any] = {
                 "min_effect",
             ],
             "properties": {
-                "id": {"type": "string"},
+                "id": {"type": "string", "pattern": _ID_PATTERN},
+                "statement": _text,
+                "metric": _text,
+                "method": _text,
                 "direction": {"enum": ["higher", "lower"]},
                 "test": {"enum": ["superiority", "noninferiority", "equivalence"]},
-                "baselines": {"type": "array", "items": {"type": "string"}},
+                "baselines": {"type": "array", "items": _text},
+                "reference": {"type": ["number", "null"]},
                 "min_effect": {"type": "number", "minimum": 0},
+                "relative": {"type": "boolean"},
+                "deterministic": {"type": "boolean"},
+                "min_pairs": {"type": "integer", "minimum": 1},
+                "unit": _text,
+                "notes": _text,
+                "paper_figure": {"type": ["string", "null"]},
+                "revision": {"type": "integer"},
+                "data": {"type": "array", "items": _text},
             },
         },
         "profile": {"enum": list(PROFILES)},
@@ -103,9 +145,13 @@ CARD_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["key", "setting", "seed", "status"],
                 "properties": {
+                    "key": _text,
+                    "setting": {"type": "object"},
+                    "seed": {"type": "integer"},
                     "status": {"enum": ["ok", "error"]},
                     "metrics": {"type": "object", "additionalProperties": {"type": "object"}},
                     "error": {"type": ["string", "null"]},
+                    "runtime_s": {"type": "number", "minimum": 0},
                 },
             },
         },
@@ -115,40 +161,42 @@ CARD_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "required": ["setting", "metrics"],
-                "properties": {"metrics": _method_stats},
+                "properties": {"setting": {"type": "object"}, "metrics": _method_stats},
             },
         },
-        "comparisons": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": [
-                    "baseline",
-                    "metric",
-                    "n",
-                    "effect",
-                    "ci_low",
-                    "ci_high",
-                    "wins",
-                    "verdict",
-                    "reason",
-                ],
-                "properties": {"verdict": {"enum": list(VERDICTS)}, "n": {"type": "integer"}},
-            },
-        },
+        "comparisons": {"type": "array", "items": _comparison},
         "verdict": {"enum": list(VERDICTS)},
-        "verdict_reason": {"type": "string"},
-        "summary": {"type": "string"},
+        "verdict_reason": _text,
+        "summary": _text,
         "paper_figure": {"type": ["string", "null"]},
-        "artifacts": {"type": "object", "additionalProperties": {"type": "string"}},
+        "artifacts": {
+            "type": "object",
+            "additionalProperties": {"type": "string", "pattern": _FILE_NAME},
+        },
         "runtime_s": {"type": "number", "minimum": 0},
         "provenance": {"type": "object", "required": ["icml26", "python", "numpy"]},
     },
 }
 
 
+def _non_finite(obj: Any, where: str = "") -> str | None:
+    """The path of the first NaN or infinity in ``obj`` (JSON has no such numbers; Python's parser accepts them)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return where or "(root)"
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            if (found := _non_finite(v, f"{where}/{k}" if where else str(k))) is not None:
+                return found
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            if (found := _non_finite(v, f"{where}/{i}" if where else str(i))) is not None:
+                return found
+    return None
+
+
 def validate_card(card: Mapping[str, Any]) -> None:
-    """Raise :class:`CardError` (one line: where and what) if ``card`` does not satisfy :data:`CARD_SCHEMA`."""
+    """Raise :class:`CardError` (one line: where and what) if ``card`` does not satisfy :data:`CARD_SCHEMA` or
+    holds a number that is not finite."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(CARD_SCHEMA)
@@ -156,6 +204,9 @@ def validate_card(card: Mapping[str, Any]) -> None:
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         raise CardError(f"invalid result card at {where}: {error.message}")
+    bad = _non_finite(card)
+    if bad is not None:
+        raise CardError(f"invalid result card at {bad}: not a finite number (NaN and infinities are rejected)")
 
 
 _VOLATILE = ("runtime_s", "provenance")
@@ -183,10 +234,6 @@ def _summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict
             for metric, v in metrics.items():
                 values.setdefault(method, {}).setdefault(metric, []).append(v)
     return {m: {k: _stats(v) for k, v in ms.items()} for m, ms in values.items()}
-
-
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
 
 
 def build_card(
@@ -266,22 +313,9 @@ def build_card(
         by_setting.append({"setting": setting, "metrics": _summarise(rs)})
 
     metrics = _summarise(ok)
-    if comparisons and ok:
-        parts = [
-            f"{claim.method} {_fmt(comparisons[0]['method_mean'])}{claim.unit}"
-            + "".join(
-                f" vs {c['baseline']}"
-                + ("" if claim.reference is not None else f" {_fmt(c['baseline_mean'])}{claim.unit}")
-                for c in comparisons
-            ),
-            "; ".join(
-                f"effect {_fmt(c['effect'])} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}], wins {c['wins']}/{c['n']}"
-                for c in comparisons
-            ),
-        ]
-        summary = f"{claim.metric}: " + "; ".join(parts)
-    else:
-        summary = "no successful cells"
+    # NaN (no successful pair) becomes null: the card says "no value", never a number that is not one
+    comparisons = to_jsonable(comparisons)
+    summary = fmt.summary(claim.describe(), comparisons) if comparisons and ok else "no successful cells"
 
     card: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -304,6 +338,7 @@ def build_card(
         "runtime_s": float(runtime_s),
         "provenance": dict(provenance),
     }
+    card = to_jsonable(card)
     validate_card(card)
     return card
 

@@ -1,220 +1,328 @@
 """The report: ``report.html`` (self-contained) and ``REPORT.md``, rendered from the cards in a folder.
 
-Rendering reads only the cards and their plots, so ``icml26 report DIR`` re-renders without re-running. Every
-paper of the registry appears: implemented papers with their claims (the paper's figure beside ours, the
-verdict, the plot), planned ones as such. When a claim has cards at several profiles, the report leads with the
-profile of record (full, then quick, then smoke) and lists the others.
+Rendering reads only the cards, their plots and (when present) ``benchmarks/results.json``, so
+``icml26 report DIR`` re-renders without re-running, into ``DIR`` or another folder (``--out``). Every paper of the
+registry appears, implemented ones first.
+
+Which numbers lead: the report leads with one profile of the folder, the run just made (the profile asked for, or
+the profile of the newest card), and shows beside it the *reference*: the committed full-profile cards (the
+``results/`` folder of the source checkout, or the full cards of the folder itself), saying which is which.
+
+Safety: everything that comes from a card is data. The HTML template is autoescaped, the Markdown template escapes
+every value through :mod:`icml26._core.markdown`, a plot is embedded only if it resolves inside its card's folder
+and is a real PNG, and the page forbids scripts (Content-Security-Policy). A card that cannot be shown is shown as
+``invalid: <reason>`` and the report goes on.
 """
 
 from __future__ import annotations
 
-import base64
+import json
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import math
+import os
+from collections import Counter
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from icml26._core.cards import CardError, validate_card
-from icml26._core.claims import PROFILES
-from icml26._core.io import atomic_write_text, read_json
-from icml26._core.verdict import combine
+from icml26._core import fmt
+from icml26._core.io import atomic_write_text
+from icml26._core.markdown import Md, anchor, finalize
+from icml26._core.markdown import code as md_code
+from icml26._core.markdown import image as md_image
+from icml26._core.markdown import link as md_link
+from icml26._core.readme import (
+    README_END,
+    README_START,
+    render_paper_page,
+    render_readme_table,
+    update_readme,
+    write_paper_pages,
+)
+from icml26._core.views import CardSet, load_cards, paper_rows, plot_data_uri, plot_file
 
 __all__ = [
     "README_END",
     "README_START",
     "CardSet",
+    "committed_results",
+    "default_bench",
+    "load_bench",
     "load_cards",
+    "newest_profile",
     "render_html",
     "render_markdown",
+    "render_paper_page",
     "render_readme_table",
     "update_readme",
+    "write_paper_pages",
     "write_report",
 ]
 
 log = logging.getLogger(__name__)
-_RANK = {p: i for i, p in enumerate(reversed(PROFILES))}  # full=0, quick=1, smoke=2
 
 
-@dataclass
-class CardSet:
-    """The cards found under a folder, grouped by paper and claim, plus the files that were not valid cards."""
+def _source_root() -> Path | None:
+    import icml26
 
-    root: Path
-    cards: list[dict[str, Any]] = field(default_factory=list)
-    invalid: list[tuple[str, str]] = field(default_factory=list)
-
-    def by_claim(self, slug: str) -> dict[str, list[dict[str, Any]]]:
-        """{claim id: [cards, profile of record first]} for one paper."""
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for card in self.cards:
-            if card["paper"]["slug"] == slug:
-                grouped.setdefault(card["claim"]["id"], []).append(card)
-        for cards in grouped.values():
-            cards.sort(key=lambda c: _RANK[c["profile"]])
-        return dict(sorted(grouped.items()))
+    root = Path(icml26.__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() else None
 
 
-def load_cards(root: str | Path, profiles: Sequence[str] = PROFILES) -> CardSet:
-    """Every ``<slug>/<claim>-<profile>.json`` under ``root`` that validates (invalid ones are reported)."""
-    found = CardSet(Path(root))
-    for path in sorted(Path(root).glob("*/*.json")):
-        if path.parent.name.startswith("."):
-            continue
-        try:
-            card = read_json(path)
-            validate_card(card)
-        except (OSError, ValueError, CardError) as exc:
-            found.invalid.append((str(path.relative_to(root)), str(exc).splitlines()[0]))
-            continue
-        card["_path"] = str(path.relative_to(root))
-        if card["profile"] in profiles:
-            found.cards.append(card)
-    return found
+def committed_results() -> Path | None:
+    """The ``results/`` folder of the source checkout this package runs from (None for an installed wheel)."""
+    root = _source_root()
+    return root / "results" if root and (root / "results").is_dir() else None
 
 
-def _papers(cards: CardSet) -> list[dict[str, Any]]:
-    """One row per registered paper, then one per paper found only in the cards (a user's own CARD)."""
-    from icml26._core.claims import PaperCard
-    from icml26.registry import PAPERS, planned_card
-
-    papers = [planned_card(e) for e in PAPERS]
-    known = {p.slug for p in papers}
-    implemented = {c["paper"]["slug"] for c in cards.cards}
-    for card in cards.cards:
-        if card["paper"]["slug"] not in known:
-            known.add(card["paper"]["slug"])
-            papers.append(PaperCard(**card["paper"], status="planned"))
-    rows = []
-    for paper in papers:
-        claims = cards.by_claim(paper.slug)
-        verdicts = [cs[0]["verdict"] for cs in claims.values()]
-        status = "implemented" if paper.slug in implemented or _has_room(paper.slug) else "planned"
-        rows.append(
-            {
-                "card": paper,
-                "status": status,
-                "claims": claims,
-                "verdict": _paper_verdict(verdicts) if verdicts else None,
-                "verdict_class": combine(verdicts) if verdicts else "none",
-            }
-        )
-    return rows
+def default_bench() -> Path | None:
+    """``benchmarks/results.json`` of the source checkout, when it exists."""
+    root = _source_root()
+    path = root / "benchmarks" / "results.json" if root else None
+    return path if path and path.is_file() else None
 
 
-def _has_room(slug: str) -> bool:
-    from icml26.registry import RegistryError, is_implemented
+def newest_profile(cards: CardSet) -> str | None:
+    """The profile of the most recently created card (the run just made)."""
+    dated = [(str(c["provenance"].get("created") or ""), c["profile"]) for c in cards.cards]
+    return max(dated)[1] if dated else None
 
+
+# ------------------------------------------------------------------------------------------- benchmarks
+def _meta_text(value: Any) -> str:
+    if value is None:
+        return "not recorded"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
+def _positive(row: Mapping[str, Any], key: str) -> float:
+    v = row[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{key} must be a positive finite number, got {v!r}")
+    return float(v)
+
+
+def _bench_row(row: Any) -> dict[str, Any]:
+    if not isinstance(row, Mapping):
+        raise ValueError(f"a row must be an object, got {type(row).__name__}")
+    ours, anchor = _positive(row, "ours"), _positive(row, "anchor")
+    better = row.get("better", "lower")
+    if better not in ("lower", "higher"):
+        raise ValueError(f"better must be 'lower' or 'higher', got {better!r}")
+    unit = str(row.get("unit", ""))
+    ratio = anchor / ours if better == "lower" else ours / anchor  # > 1: ours is better (BenchRow.ratio)
+    threads = row.get("threads")
+    return {
+        "paper": str(row["paper"]),
+        "workload": str(row["workload"]),
+        "ours": fmt.quantity(ours, unit),
+        "ours_name": str(row.get("ours_name", "icml26")),
+        "anchor": fmt.quantity(anchor, unit),
+        "anchor_name": str(row["anchor_name"]),
+        "ratio": f"{fmt.num(ratio, 3)}×",
+        "who": "ours better" if ratio > 1 else "anchor better" if ratio < 1 else "equal",
+        "better": f"{better} is better",
+        "threads": str(threads) if isinstance(threads, int) and not isinstance(threads, bool) else "",
+        "notes": str(row.get("notes") or ""),
+    }
+
+
+def load_bench(path: str | Path | None) -> dict[str, Any] | None:
+    """The rows of ``benchmarks/results.json`` formatted for the report; None when there is no such file.
+
+    The file is ``{"machine": ..., "commit": ..., "rows": [BenchRow.as_dict(), ...]}``; a row that cannot be shown
+    is listed as invalid, an unreadable file is reported as such, and neither stops the report.
+    """
+    if path is None or not Path(path).is_file():
+        return None
+    view: dict[str, Any] = {"path": str(path), "rows": [], "invalid": [], "error": None}
     try:
-        return is_implemented(slug)
-    except RegistryError:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_reject)
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("rows", []), list):
+            raise ValueError('expected {"machine": ..., "commit": ..., "rows": [...]}')
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        view["error"] = f"cannot read {path}: {exc}"
+        return view
+    view["machine"] = _meta_text(doc.get("machine"))
+    view["commit"] = _meta_text(doc.get("commit"))
+    view["created"] = _meta_text(doc.get("created") or doc.get("date"))
+    for i, row in enumerate(doc.get("rows", [])):
+        try:
+            view["rows"].append(_bench_row(row))
+        except (KeyError, TypeError, ValueError) as exc:
+            view["invalid"].append(f"row {i}: invalid: {type(exc).__name__}: {exc}")
+    view["rows"].sort(key=lambda r: (r["paper"], r["workload"]))
+    return view
+
+
+def _reject(name: str) -> Any:
+    raise ValueError(f"not a finite number: {name}")
+
+
+# ------------------------------------------------------------------------------------------- context
+def _relative(target: Path, start: Path) -> str:
+    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
+
+
+def _attach_files(view: dict[str, Any] | None, root: Path, out: Path) -> None:
+    """Where the card and its plot are, relative to the report's folder (links), and the plot file itself."""
+    if view is None or not view["ok"]:
+        return
+    card = view["card"]
+    view["card_href"] = _relative(root / view["path"], out)
+    plot = plot_file(root, card)
+    view["plot_href"] = _relative(plot, out) if plot else None
+    view["root"] = root
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
         return False
 
 
-def _paper_verdict(verdicts: Sequence[str]) -> str:
-    """A paper's line in the table: 'reproduced' if all its claims are, else the counts."""
-    if all(v == "reproduced" for v in verdicts):
-        return "reproduced"
-    counts = {v: verdicts.count(v) for v in ("reproduced", "not_reproduced", "inconclusive") if v in verdicts}
-    return ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in counts.items())
+def _context(
+    cards: CardSet,
+    *,
+    profile: str | None = None,
+    reference: CardSet | None = None,
+    bench: dict[str, Any] | None = None,
+    out: Path | None = None,
+) -> dict[str, Any]:
+    """What the templates show. ``profile``: the profile to lead with (default: that of the newest card);
+    ``reference``: cards whose full profile is shown beside it (default: the full cards of ``cards``); ``bench``:
+    :func:`load_bench`'s view of the benchmark results; ``out``: the report's folder (links are relative to it)."""
+    from icml26 import __version__
+    from icml26._core.provenance import git_revision
+
+    lead_profile = profile or newest_profile(cards) or "full"
+    chosen = "as asked" if profile else ("the newest cards" if cards.cards else "no cards")
+    lead = cards.at(lead_profile)
+    ref_source = reference if reference is not None else cards
+    ref_root = ref_source.root
+    ref: CardSet | None = ref_source.at("full")
+    same_folder = _same(ref_root, cards.root)
+    if lead_profile == "full" and same_folder:
+        ref = None  # the lead cards are the reference
+    elif ref is not None and not ref.cards and not ref.invalid:
+        ref = None  # nothing to compare with
+    shown = {lead_profile, "full"} if same_folder else {lead_profile}
+    others = CardSet(cards.root, [c for c in cards.cards if c["profile"] not in shown])
+    out = out or cards.root
+    rows = paper_rows(lead, ref, others=others)
+    for row in rows:
+        for claim in row["claims"]:
+            _attach_files(claim["lead"], cards.root, out)
+            _attach_files(claim["reference"], ref_root, out)
+
+    lead_views = [c["lead"] for r in rows for c in r["claims"] if c["lead"] and c["lead"]["ok"]]
+    machines = Counter(v["machine"] for v in lead_views)
+    commits = sorted({v["commit"] for v in lead_views if v["commit"]})
+    created = sorted(v["created"] for v in lead_views if v["created"])
+    git = git_revision()
+    invalid = [(cards.root, i) for i in cards.invalid]
+    if reference is not None and not _same(reference.root, cards.root):
+        invalid += [(reference.root, i) for i in reference.invalid]
+    implemented = [r for r in rows if r["status"] == "implemented"]
+    return {
+        "papers": rows,
+        "n_papers": len(rows),
+        "n_implemented": len(implemented),
+        "n_cards": len(lead.cards),
+        "nothing_implemented": not implemented,
+        "no_cards": not cards.cards and not cards.invalid,
+        "profile": lead_profile,
+        "chosen": chosen,
+        "has_reference": ref is not None,
+        "reference_missing": ref is None and not (lead_profile == "full" and same_folder),
+        "meta": {
+            "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "code": (git["sha"][:12] + (" (uncommitted changes)" if git["dirty"] else "")) if git else "",
+            "version": __version__,
+            "folder": str(cards.root),
+            "reference": str(ref_root),
+            "card_commits": ", ".join(commits) or "not recorded",
+            "machines": "; ".join(f"{m} ({fmt.count(n, 'card')})" for m, n in machines.most_common()) or "none",
+            "created": (created[0] if created[0] == created[-1] else f"{created[0]} to {created[-1]}")
+            if created
+            else "",
+        },
+        "invalid": [{"folder": str(root), "path": i.path, "reason": i.reason} for root, i in invalid],
+        "bench": bench,
+    }
 
 
-def _plot_data_uri(root: Path, card: Mapping[str, Any]) -> str | None:
-    name = card["artifacts"].get("plot")
-    if not name:
-        return None
-    path = root / Path(card["_path"]).parent / name
-    try:
-        return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
-    except OSError:
-        return None
-
-
-def _env() -> Any:
-    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+# ------------------------------------------------------------------------------------------- rendering
+def _html_env() -> Any:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
 
     env = Environment(
         loader=PackageLoader("icml26._core", "templates"),
-        autoescape=select_autoescape(["html"]),
+        autoescape=True,  # every template of this environment is HTML, whatever its file name
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["verdict_text"] = lambda v: (v or "not run").replace("_", " ")
+    env.filters["url"] = lambda path: quote(str(path), safe="/#._-~")  # a relative path we built
     return env
 
 
-def _context(cards: CardSet) -> dict[str, Any]:
-    papers = _papers(cards)
-    implemented = [p for p in papers if p["status"] == "implemented"]
-    return {
-        "papers": papers,
-        "n_papers": len(papers),
-        "n_implemented": len(implemented),
-        "n_cards": len(cards.cards),
-        "invalid": cards.invalid,
-        "nothing_implemented": not implemented,
-    }
+def _md_env() -> Any:
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("icml26._core", "templates"),
+        autoescape=False,
+        finalize=finalize,  # the Markdown counterpart of autoescape: every value is escaped unless built as Md
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = Md  # a macro's output: its values were escaped inside the macro
+    env.globals.update(md_link=md_link, md_image=md_image, md_anchor=anchor, md_code=md_code, Md=Md)
+    return env
 
 
-def render_html(cards: CardSet) -> str:
-    ctx = _context(cards)
-    ctx["plot"] = lambda card: _plot_data_uri(cards.root, card)
-    return str(_env().get_template("report.html.j2").render(**ctx))
+def render_html(cards: CardSet, **options: Any) -> str:
+    """The self-contained HTML report; ``options`` are those of :func:`_context` (profile, reference, bench, out)."""
+    ctx = _context(cards, **options)
+    ctx["plot"] = lambda view: plot_data_uri(view["root"], view["card"]) if view and view.get("ok") else None
+    return str(_html_env().get_template("report.html.j2").render(**ctx))
 
 
-def render_markdown(cards: CardSet) -> str:
-    return str(_env().get_template("report.md.j2").render(**_context(cards)))
+def render_markdown(cards: CardSet, **options: Any) -> str:
+    """``REPORT.md``; ``options`` as for :func:`render_html`."""
+    return str(_md_env().get_template("report.md.j2").render(**_context(cards, **options)))
 
 
-def write_report(root: str | Path) -> tuple[Path, Path]:
-    """Render ``report.html`` and ``REPORT.md`` into ``root`` from the cards found there."""
+def write_report(
+    root: str | Path,
+    *,
+    out: str | Path | None = None,
+    profile: str | None = None,
+    reference: str | Path | None = None,
+    bench: str | Path | None = None,
+) -> tuple[Path, Path]:
+    """Render ``report.html`` and ``REPORT.md`` into ``out`` (default ``root``) from the cards found in ``root``.
+
+    ``profile`` is the profile to lead with (default: that of the newest card); ``reference`` a folder whose
+    full-profile cards are shown beside it (default: the full cards of ``root``); ``bench`` a
+    ``benchmarks/results.json`` for the Performance section (none by default).
+    """
     root = Path(root)
+    out_dir = Path(out) if out is not None else root
     cards = load_cards(root)
-    for path, why in cards.invalid:
-        log.warning("skipped %s: %s", path, why)
-    html = atomic_write_text(root / "report.html", render_html(cards))
-    md = atomic_write_text(root / "REPORT.md", render_markdown(cards))
+    ref = None if reference is None or _same(Path(reference), root) else load_cards(reference)
+    for bad in cards.invalid + (ref.invalid if ref else []):
+        log.warning("invalid card %s: %s", bad.path, bad.reason)
+    bench_view = load_bench(bench)
+    options = {"profile": profile, "reference": ref, "bench": bench_view, "out": out_dir}
+    html = atomic_write_text(out_dir / "report.html", render_html(cards, **options))
+    md = atomic_write_text(out_dir / "REPORT.md", render_markdown(cards, **options))
     return html, md
-
-
-README_START = "<!-- papers:start (generated by `icml26 report results --readme README.md`; do not edit) -->"
-README_END = "<!-- papers:end -->"
-
-
-def _cell(text: str | None) -> str:
-    return (text or "").replace("|", "\\|").replace("\n", " ")
-
-
-def render_readme_table(cards: CardSet, link_prefix: str = "results/") -> str:
-    """The README's paper table, from the registry and the *full*-profile cards (the profile of record)."""
-    rows = [
-        "| group | method | API | status | verdict | paper's figure | ours | card |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for p in _papers(CardSet(cards.root, [c for c in cards.cards if c["profile"] == "full"], [])):
-        card, claims, status = p["card"], p["claims"], p["status"]
-        per_claim = [(cid, cs[0]) for cid, cs in claims.items()]
-        verdicts = "<br>".join(f"{cid}: {c['verdict'].replace('_', ' ')}" for cid, c in per_claim) or (
-            "not run" if status == "implemented" else "—"
-        )
-        figures = "<br>".join(f"{cid}: {_cell(c['paper_figure']) or '—'}" for cid, c in per_claim) or "—"
-        ours = "<br>".join(f"{cid}: {_cell(c['summary'])}" for cid, c in per_claim) or "—"
-        links = " ".join(f"[{cid}]({link_prefix}{c['_path']})" for cid, c in per_claim) or "—"
-        cells = [card.group, _cell(card.title), f"`{card.api}`", status, verdicts, figures, ours, links]
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
-
-
-def update_readme(readme: str | Path, cards: CardSet) -> bool:
-    """Rewrite the table between the markers of ``readme``; returns whether the file changed."""
-    path = Path(readme)
-    text = path.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        raise ValueError(f"{path} lacks the table markers {README_START!r} ... {README_END!r}")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    new = f"{head}{README_START}\n{render_readme_table(cards)}\n{README_END}{tail}"
-    if new != text:
-        atomic_write_text(path, new)
-    return new != text

@@ -262,7 +262,8 @@ def run(
         result.card_paths.append(path)
 
     if report:
-        from icml26._core.report import write_report
+        from icml26._core.report import committed_results, default_bench, write_report
 
-        write_report(out_dir)
+        # lead with the run just made; the committed full-profile cards of the checkout are its reference
+        write_report(out_dir, profile=profile, reference=committed_results(), bench=default_bench())
     return result

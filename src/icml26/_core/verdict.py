@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
+from icml26._core.fmt import num
 from icml26._core.stats import Comparison
 
 __all__ = ["VERDICTS", "Verdict", "combine", "judge"]
@@ -39,7 +40,10 @@ def judge(
     if not deterministic and c.n < min_pairs:
         return "inconclusive", f"only {c.n} paired run(s); at least {min_pairs} are needed"
     lo, hi, e = c.ci_low, c.ci_high, min_effect
-    span = f"effect {c.effect:.4g}, 95% CI [{lo:.4g}, {hi:.4g}]"
+    if deterministic and c.n == 1:
+        span = f"effect {num(c.effect)} (deterministic: one exact run)"
+    else:
+        span = f"effect {num(c.effect)}, 95% CI [{num(lo)}, {num(hi)}]"
     if test == "superiority":
         if lo > 0 and c.effect >= e:
             return "reproduced", f"{span}: better than {c.baseline}" + (f" by at least {e:g}" if e else "")

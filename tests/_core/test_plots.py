@@ -1,0 +1,95 @@
+import struct
+from dataclasses import replace
+
+import pytest
+
+from icml26._core.plots import DPI, arm_style, band_key, reference_line, style_key, with_judged_metric
+from icml26._core.runner import run
+from tests._core.tiny_paper import tiny_card
+
+matplotlib = pytest.importorskip("matplotlib")
+
+
+def png_size(path):
+    head = path.read_bytes()[:24]
+    return struct.unpack(">II", head[16:24])
+
+
+def crowded(card, records, ax):
+    """A room's plot that puts a long legend over its data, on two y axes."""
+    for i in range(12):
+        ax.plot([0, 1, 2], [i, i + 1, i + 2], label=f"arm {i} with a long label")
+    twin = ax.twinx()
+    twin.plot([0, 2], [0, 1], color="k", ls=":", label="on the twin axis")
+    twin.legend(loc="upper left")
+    ax.legend(loc="center")
+
+
+def render(tmp_path, plot):
+    card = tiny_card()
+    claim = replace(card.claims[0], plot=plot)
+    (built,) = run([replace(card, claims=(claim,))], profile="smoke", out=tmp_path, report=False).cards
+    return tmp_path / "tiny" / built["artifacts"]["plot"]
+
+
+def test_plots_are_at_least_150_dpi(tmp_path):
+    width, height = png_size(render(tmp_path, None))
+    assert DPI >= 150 and width >= 7 * 150 and height >= 4 * 150
+
+
+def test_legends_are_moved_outside_the_data_and_merged_across_twin_axes(tmp_path, monkeypatch):
+    from icml26._core import plots
+
+    seen = {}
+    original = plots._legends_outside
+
+    def spy(fig):
+        original(fig)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is not None:
+                box, area = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
+                seen.setdefault("legends", []).append((box, area, len(legend.get_texts())))
+
+    monkeypatch.setattr(plots, "_legends_outside", spy)
+    render(tmp_path, crowded)
+    ((box, area, entries),) = seen["legends"]  # one legend for the axes and its twin
+    assert entries == 13
+    overlap_x = min(box.x1, area.x1) - max(box.x0, area.x0)
+    overlap_y = min(box.y1, area.y1) - max(box.y0, area.y0)
+    assert overlap_x <= 1 or overlap_y <= 1, "the legend covers the data"
+
+
+def test_with_judged_metric_adds_the_verdict_panel(tmp_path, monkeypatch):
+    from icml26._core import plots
+
+    panels = {}
+    original = plots._legends_outside
+
+    def spy(fig):
+        panels["titles"] = [ax.get_title() for ax in fig.axes]
+        panels["ylabels"] = [ax.get_ylabel() for ax in fig.axes]
+        original(fig)
+
+    def own(card, records, ax):
+        ax.plot([1, 2], [3, 4], **arm_style(card, card["claim"]["method"]), ls="--", label="running error")
+        style_key(ax, {"--": "dashed: running error"})
+        band_key(ax)
+        reference_line(ax, 3.5, "reference 3.5")
+        ax.legend()
+
+    monkeypatch.setattr(plots, "_legends_outside", spy)
+    path = render(tmp_path, with_judged_metric(own, title="curves"))
+    assert panels["titles"] == ["curves", "what the verdict is judged on"]
+    assert panels["ylabels"][1] == "sq_error, lower is better"
+    assert png_size(path)[0] > png_size(render(tmp_path / "one", None))[0]  # the figure widened for two panels
+
+
+def test_arm_style_highlights_the_claims_own_method():
+    card = {"claim": {"method": "ours", "baselines": ["a", "b"]}}
+    assert arm_style(card, "ours")["lw"] > arm_style(card, "a")["lw"]
+    colours = {arm_style(card, m)["color"] for m in ("ours", "a", "b")}
+    assert len(colours) == 3
+    assert arm_style(card, "extra") == arm_style(card, "extra")  # stable across calls and processes
