@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "OFFICIAL_MB_FITS",
@@ -158,19 +159,19 @@ def calibration_key(model: str, gpu: str) -> tuple[str, str]:
     return name, re.sub(r"[-. ]", "_", gpu.lower())
 
 
+def _lookup(table: dict[tuple[str, str], Any], model: str, gpu: str, what: str) -> Any:
+    key = calibration_key(model, gpu)
+    if key not in table:
+        known = ", ".join(f"{m}/{g}" for m, g in sorted(table))
+        raise ValueError(f"no {what} for {model!r} on {gpu!r}; published: {known}")
+    return table[key]
+
+
 def official_step_calibration(model: str, gpu: str) -> StepCalibration:
     """The published (alpha_p, beta_p, alpha_d, beta_d) of ``model`` on ``gpu``; a clear error if none exists."""
-    key = calibration_key(model, gpu)
-    if key not in OFFICIAL_STEP_CALIBRATIONS:
-        known = ", ".join(f"{m}/{g}" for m, g in sorted(OFFICIAL_STEP_CALIBRATIONS))
-        raise ValueError(f"no official step calibration for {model!r} on {gpu!r}; published: {known}")
-    return OFFICIAL_STEP_CALIBRATIONS[key]
+    return _lookup(OFFICIAL_STEP_CALIBRATIONS, model, gpu, "official step calibration")
 
 
 def official_mb_fit(model: str, gpu: str) -> MixedBatchFit:
     """The published end-to-end beta_MB(r) fit; only Qwen3-8B on H200 and RTX PRO 6000 exist."""
-    key = calibration_key(model, gpu)
-    if key not in OFFICIAL_MB_FITS:
-        known = ", ".join(f"{m}/{g}" for m, g in sorted(OFFICIAL_MB_FITS))
-        raise ValueError(f"no published mixed-batching fit for {model!r} on {gpu!r}; published: {known}")
-    return OFFICIAL_MB_FITS[key]
+    return _lookup(OFFICIAL_MB_FITS, model, gpu, "published mixed-batching fit")

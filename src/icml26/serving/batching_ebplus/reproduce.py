@@ -222,8 +222,29 @@ TABLE4_RERUN = {32: (11543.0, 10779.0, 11673.0), 512: (24099.0, 23876.0, 24435.0
 T4_WORLDS = {"threshold": "simulator", "end_to_end": "end_to_end_world", "none": "no_interference_world"}
 
 
+def _ifr_eb(cost: Any, capacity: int, outputs: Any, mean_prompt: float, max_num_seqs: int) -> Any:
+    """EB(k*) as the authors run it (IFR controller, auto N), frozen at what it estimates from one window.
+
+    theta = Prop. 1 at the fitted p0 plus the IFR correction (official hazard estimator on the first 500 output
+    lengths, N = the memory-safe N), then N from Prop. 3 at that theta: the online controller's fixed point.
+    """
+    from icml26.serving.batching_ebplus import (
+        ExclusiveBatchingScheduler,
+        corrected_theta,
+        fit_hazard,
+        memory_safe_batch_size,
+        theta_star,
+    )
+
+    hazard = fit_hazard(outputs[:500])
+    theta0 = theta_star(hazard.p0, cost.alpha_p, cost.alpha_d)
+    n_hat = min(memory_safe_batch_size(capacity, mean_prompt, hazard.p0, theta0), max_num_seqs)
+    theta = corrected_theta(hazard.p0, hazard.eta, cost, n_hat)
+    return ExclusiveBatchingScheduler(mean_prompt, hazard.mean, theta=theta, name="eb_ifr")
+
+
 def run_table4(cell: Cell) -> dict[str, Any]:
-    """The authors' Table 4 protocol: stock MB, EB and EB+ at each c; EB/MB and EB+/MB against Table 4."""
+    """The authors' Table 4 protocol: stock MB, EB(k*) and EB+ at each c; EB/MB and EB+/MB against Table 4."""
     import numpy as np
 
     from icml26.serving.batching_ebplus import ClosedLoopWorkload, LengthDist
@@ -235,40 +256,44 @@ def run_table4(cell: Cell) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for world in cell["worlds"]:
         cost, capacity = _engine("h200", world)
-        errors, plus_errors = [], []
+        errors: dict[str, list[float]] = {"eb_ifr": [], "eb": [], "ebplus": []}
         for ci, c in enumerate(cell["concurrencies"]):
             rng = np.random.default_rng([cell.seed, ci])
             prompt, output = LengthDist(mu_l, spread=spread), LengthDist(mu_o, spread=spread)
             requests = ClosedLoopWorkload(n, int(c), prompt, output).sample(rng)
             tput = {}
-            for policy in ("mb_vllm", "eb", "ebplus"):
-                result = _simulate(cost, capacity, _scheduler(policy, "h200", mu_l, mu_o), requests, **engine)
+            for policy in ("mb_vllm", "eb_ifr", "eb", "ebplus"):
+                if policy == "eb_ifr":
+                    sched = _ifr_eb(cost, capacity, requests.output, mu_l, engine["max_num_seqs"])
+                else:
+                    sched = _scheduler(policy, "h200", mu_l, mu_o)
+                result = _simulate(cost, capacity, sched, requests, **engine)
                 tput[policy] = requests.total_tokens / result.makespan  # vllm bench serve's total throughput
             mb, eb, plus = TABLE4[int(c)]
-            row = {
+            paper = {"eb_ifr": eb / mb, "eb": eb / mb, "ebplus": plus / mb}
+            row: dict[str, Any] = {
                 "world": world,
                 "c": int(c),
-                "eb_over_mb": tput["eb"] / tput["mb_vllm"],
-                "ebplus_over_mb": tput["ebplus"] / tput["mb_vllm"],
                 "paper_eb_over_mb": eb / mb,
                 "paper_ebplus_over_mb": plus / mb,
                 **{f"tput_{k}": v for k, v in tput.items()},
             }
+            for policy in errors:
+                row[f"{policy}_over_mb"] = tput[policy] / tput["mb_vllm"]
+                errors[policy].append(abs(row[f"{policy}_over_mb"] - paper[policy]))
             if int(c) in TABLE4_RERUN:
                 rmb, reb, rplus = TABLE4_RERUN[int(c)]
                 row.update(rerun_eb_over_mb=reb / rmb, rerun_ebplus_over_mb=rplus / rmb)
             rows.append(row)
-            errors.append(abs(row["eb_over_mb"] - row["paper_eb_over_mb"]))
-            plus_errors.append(abs(row["ebplus_over_mb"] - row["paper_ebplus_over_mb"]))
             metrics.setdefault(T4_WORLDS[world], {}).update(
-                {
-                    f"eb_over_mb_c{c}": row["eb_over_mb"],
-                    f"ebplus_over_mb_c{c}": row["ebplus_over_mb"],
-                    f"mb_tput_c{c}": tput["mb_vllm"],
-                    f"eb_tput_c{c}": tput["eb"],
-                }
+                {f"{policy}_over_mb_c{c}": row[f"{policy}_over_mb"] for policy in errors}
+                | {f"mb_tput_c{c}": tput["mb_vllm"], f"eb_tput_c{c}": tput["eb_ifr"]}
             )
-        metrics[T4_WORLDS[world]].update(eb_over_mb_error_max=max(errors), ebplus_over_mb_error_max=max(plus_errors))
+        metrics[T4_WORLDS[world]].update(
+            eb_over_mb_error_max=max(errors["eb_ifr"]),
+            eb_prop1_over_mb_error_max=max(errors["eb"]),
+            ebplus_over_mb_error_max=max(errors["ebplus"]),
+        )
     return {"metrics": metrics, "curves": {"table4": rows}}
 
 
@@ -440,9 +465,16 @@ def plot_ebplus(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) ->
         lowest = min(lowest, float(np.nanmin(ys)))
         judged = name == "ebplus"
         label = name + (" (judged: official rule, delta 1e-5)" if judged else "")
-        ax.plot(np.arange(len(gpus)) + (j - (len(names) - 1) / 2) * width, ys, ls="none", color=f"C{j}",
-                marker="D" if judged else "o", ms=9 if judged else 6,
-                mfc="none" if "cap" in name else f"C{j}", label=label)  # fmt: skip
+        ax.plot(
+            np.arange(len(gpus)) + (j - (len(names) - 1) / 2) * width,
+            ys,
+            ls="none",
+            color=f"C{j}",
+            marker="D" if judged else "o",
+            ms=9 if judged else 6,
+            mfc="none" if "cap" in name else f"C{j}",
+            label=label,
+        )
     ax.axhline(1.0, color="k", lw=0.8, label="best of MB, stock MB, EB")
     ax.axhline(1 - CLEAR_GAP, color="C3", ls="--", lw=1, label="non-inferiority margin 0.95")
     ax.set_ylim(min(0.9, lowest - 0.03), 1.03)
@@ -469,7 +501,7 @@ def plot_delta(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> 
 
 
 def plot_table4(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
-    """EB / MB against c: the paper's Table 4, the authors' re-run, and the simulator in three cost worlds."""
+    """EB(k*) / MB against c: the paper's Table 4, the authors' re-run, and the simulator in three cost worlds."""
     import numpy as np
 
     rows = [row for rec in records if rec["status"] == "ok" for row in rec["curves"]["table4"]]
@@ -483,13 +515,15 @@ def plot_table4(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) ->
         "none": ("C2", ":", "no interference"),
     }
     for world, (color, ls, label) in styles.items():
-        ys = [np.mean([r["eb_over_mb"] for r in rows if r["world"] == world and r["c"] == c] or [np.nan]) for c in cs]
+        ys = [
+            np.mean([r["eb_ifr_over_mb"] for r in rows if r["world"] == world and r["c"] == c] or [np.nan]) for c in cs
+        ]
         if not np.all(np.isnan(ys)):
             ax.plot(cs, ys, marker="o", color=color, ls=ls, label=label)
     ax.axhline(1.0, color="k", lw=0.6)
     ax.set_xscale("log")
     ax.set_xlabel("concurrency c (H200, Qwen3-8B, mu_L = 512, mu_O = 256)")
-    ax.set_ylabel("EB / MB throughput")
+    ax.set_ylabel("EB(k*) / MB throughput (tokens / duration)")
     _legend_outside(ax)
 
 
@@ -778,8 +812,10 @@ CARD = PaperCard(
             paper_figure="Table 4: EB/MB = 0.743 (c = 32), 0.991 (512), 1.031 (2048); authors' KV-aware re-run "
             "0.934, 0.991, 0.996",
             notes="the authors' Table 4 protocol (max_num_seqs 1024, token budget 14336, 4000 requests, lengths "
-            "uniform +-50%, total tokens / duration); MB = stock vLLM-like, EB = static Prop. 1 / Prop. 3 (the "
-            "paper's EB(k*) adapts theta online; ours is tuned to the known means), EB+ as in C3. Review issue 21 "
+            "uniform +-50%, total tokens / duration); MB = stock vLLM-like; EB = EB(k*) as the authors run it (IFR "
+            "controller with auto N), frozen at its estimate from the first 500 outputs (theta ~0.19: the IFR "
+            "correction's 5 theta cap binds on uniform lengths); the Prop. 1 EB of the grid is reported "
+            "(eb_prop1_over_mb_error_max); EB+ as in C3. Review issue 21 "
             "asked for this check. The full profile also runs the old world (the published end-to-end beta_MB(r) "
             "as the mixed step cost: end_to_end_world) and a world without interference (no_interference_world); "
             "their errors are reported, not judged. The choice of the judged world was made on the grounds in "
@@ -787,6 +823,7 @@ CARD = PaperCard(
             "these points: a diagnosis, not a blind test. Our simulator has no KV-aware phase guard; the paper's "
             "c = 32 EB figure is the one the authors' re-run disowns",
             plot=plot_table4,
+            revision=2,
         ),
     ),
 )
