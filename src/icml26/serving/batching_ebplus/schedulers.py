@@ -8,22 +8,26 @@ KV and fewer than ``max_num_seqs`` requests run; no admission in a step that pre
 
 **Exclusive batching (EB, the paper's phase machine).** (1) Prefill up to N requests (prefill-only steps,
 chunked at the token budget). (2) Decode only, until k of them finish. (3) Prefill min(N - running, waiting)
-requests (= the paper's "exactly min(k, waiting)" after a full refill). (4) Back to (2). ``k = theta * n`` with
-n the batch at the start of the decode phase (so that at concurrency below N the threshold scales with the
-real batch); ``theta="auto"`` is Prop. 1 (geometric hazard p0 = 1/mu_O), ``n="auto"`` is Prop. 3 (CLT, eps);
-both auto rules use the workload means given to the constructor (the static EB of the paper is tuned to the
-dataset). Steps never mix phases.
+requests (= the paper's "exactly min(k, waiting)" after a full refill). (4) Back to (2). ``k = max(1,
+floor(theta n))`` (Algorithm 1) with n the batch at the start of the decode phase (so that at concurrency below
+N the threshold scales with the real batch); ``theta="auto"`` is Prop. 1 (geometric hazard p0 = 1/mu_O),
+``n="auto"`` is Prop. 3 (CLT, eps); both auto rules use the workload means given to the constructor (the static
+EB of the paper is tuned to the dataset). Steps never mix phases.
 
-**EB+ (online).** Starts as MB. Every ``update_interval`` (100) completions: EMAs (factor 0.3) of mu_L and
-mu_O over the latest completions; a weighted least-squares hazard fit h(t) = p0 + eta t over the last
-``window`` (500) output lengths (at least 30; p0 >= 1/mean); theta = Prop. 1 + capped IFR correction, smoothed
-by an EMA (0.3); Delta(N) from Prop. 4 with the cost model's linear parameters. Switch MB -> EB when
-Delta > delta, EB -> MB when Delta < -sticky * delta (leaving EB takes 3 delta), and not within ``cooldown`` (3)
-evaluations of the last switch. On MB -> EB, N = min(decoding + waiting, max_num_seqs), further capped (our
-addition) by the memory-safe N of the current estimates, which also caps the MB mode's running set: without
-it, EB+ overflows the KV cache as EB with N = 1024 does, and its gains would be admission effects. While in
-EB, every evaluation hands the smoothed theta to the EB phase machine and re-applies the cap, N = min(N at the
-switch, memory-safe N of the current estimates) (both take effect at the next prefill/decode phase).
+**EB+ (online; the official ``auto`` mode).** Starts as MB (stock vLLM v1). Every ``update_interval`` (100)
+completions: EMAs (``mean_ema`` 0.2, the official factor for mu_O; ours for mu_L) of mu_L and mu_O over the
+latest completions; the official hazard estimator (``theory.fit_hazard``) over the last ``window`` (500) output
+lengths (at least 30); theta = Prop. 1 + IFR correction clamped to [0, 5 theta] and theta to [0.01, 0.8],
+smoothed by an EMA (0.3); the memory-safe N (Prop. 3) from (mu_L, p0, theta); Delta(N) from Prop. 4 with
+``calibration`` (the profiled constants; default the engine's cost) at N = running + waiting (the official
+N_obs, read at the evaluation instead of an EMA over steps: our reading, since decode stretches are jumped).
+Switch MB -> EB when Delta > delta, EB -> MB when Delta < -sticky * delta (leaving EB takes 3 delta), not within
+``cooldown`` (3) evaluations of the last switch and not while N < ``min_batch`` (16; the official drain gate).
+On MB -> EB, N = min(decoding + waiting, max_num_seqs); afterwards every evaluation hands the smoothed theta and
+N = min(memory-safe N, max_num_seqs) to the EB phase machine (the authors' scripts run with auto-N on), from
+its next phase on. The official demand-surge trigger (an extra evaluation when demand doubles) is not modelled.
+``memory_safe_cap=True`` (our variant) also caps the N in Delta and the MB mode's running set at the memory-safe
+N, so that switching changes how requests are batched, not how many are admitted.
 
 References: arXiv 2606.00516 (EB, EB+; official code weifang231/eb-vllm); Kwon et al. 2023 (vLLM);
 Agrawal et al. 2024 (Sarathi-Serve).
@@ -31,9 +35,10 @@ Agrawal et al. 2024 (Sarathi-Serve).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -236,11 +241,11 @@ class ExclusiveBatchingScheduler:
 class EBPlusScheduler:
     """EB+: MB or EB, chosen online by the sign of the crossover Delta with hysteresis and cooldown.
 
-    ``mean_prompt`` / ``mean_output`` are optional priors: they set the memory-safe cap of the MB mode before
-    the first evaluation; afterwards the cap follows the online estimates. Both modes admit at most the
-    memory-safe N (Prop. 3, CLT) of the current estimates, like the ``"mb"`` and ``"eb"`` baselines, so that
-    switching changes how requests are batched, not how many are admitted (the notes' switch rule
-    N = min(decoding + waiting, max_num_seqs) is applied, then capped by that N).
+    ``calibration`` is the seven-number model EB+ evaluates Delta with (the official code reads a calibration
+    file and the profiled beta_MB(r)); None uses the engine's cost model. ``mean_prompt`` / ``mean_output`` are
+    optional priors (only used by ``memory_safe_cap`` before the first evaluation). ``memory_safe_cap=True`` is
+    our variant: the N in Delta and the MB mode's running set are capped at the memory-safe N (Prop. 3); the
+    official rule (default) takes N = running + waiting requests and leaves MB as stock vLLM.
     """
 
     mean_prompt: float | None = None
@@ -252,19 +257,29 @@ class EBPlusScheduler:
     window: int = 500
     min_samples: int = 30
     ema: float = 0.3
+    mean_ema: float = 0.2
+    min_batch: int = 16
     eps: float = 0.01
+    memory_safe_cap: bool = False
+    calibration: LinearStepCost | None = None
     name: str = "ebplus"
     mode: str = field(default="MB", init=False)
     switches: int = field(default=0, init=False)
     delta_trace: list[tuple[float, float, str]] = field(default_factory=list, init=False)
+    batch_trace: list[int] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
+        if not all(isinstance(v, int) for v in (self.update_interval, self.window, self.cooldown, self.min_batch)):
+            raise ValueError("update_interval, window, cooldown and min_batch must be integers")
         if self.update_interval < 1 or self.window < max(self.min_samples, self.update_interval) or self.cooldown < 0:
             raise ValueError(
                 "update_interval >= 1, window >= max(min_samples, update_interval) and cooldown >= 0 are required"
             )
-        if not (self.delta >= 0 and self.sticky >= 0 and 0 < self.ema <= 1):
-            raise ValueError("delta >= 0, sticky >= 0 and ema in (0, 1] are required")
+        finite = all(math.isfinite(v) for v in (self.delta, self.sticky, self.ema, self.mean_ema, self.eps))
+        if not (finite and self.delta >= 0 and self.sticky >= 0 and 0 < self.ema <= 1 and 0 < self.mean_ema <= 1):
+            raise ValueError("delta >= 0, sticky >= 0 and ema, mean_ema in (0, 1] (all finite) are required")
+        if self.calibration is not None and not isinstance(self.calibration, LinearStepCost):
+            raise ValueError(f"calibration must be a LinearStepCost, got {type(self.calibration).__name__}")
         self.mb = MixedBatchingScheduler(name="ebplus/mb")
         self.eb = ExclusiveBatchingScheduler(theta=0.05, n=1, name="ebplus/eb")
         self._prompts: deque[int] = deque(maxlen=self.window)
@@ -272,29 +287,32 @@ class EBPlusScheduler:
         self._since_update = 0
         self._cooldown_left = 0
         self._mu_l = self._mu_o = self._theta = 0.0
+        self._p0 = 0.0
         self._safe_n = 1 << 30
-        self._switch_n = 1  # the notes' N at the last MB -> EB switch, before the memory-safe cap
 
     def bind(self, state: EngineState, cost: StepCost) -> None:
-        self.cost: LinearStepCost = cost.linear()
+        self.cost: LinearStepCost = self.calibration if self.calibration is not None else cost.linear()
         self._capacity = state.capacity
+        self._max_seqs = state.max_num_seqs
         if self.mean_prompt and self.mean_output:
             p0 = 1.0 / self.mean_output
-            theta = theta_star(p0, self.cost.alpha_p, self.cost.alpha_d)
-            self._set_safe_n(self.mean_prompt, p0, theta)
+            self._set_safe_n(self.mean_prompt, p0, theta_star(p0, self.cost.alpha_p, self.cost.alpha_d))
 
     def _set_safe_n(self, mean_prompt: float, p0: float, theta: float) -> None:
         try:
-            self._safe_n = memory_safe_batch_size(self._capacity, mean_prompt, p0, theta, self.eps)
+            self._safe_n = min(memory_safe_batch_size(self._capacity, mean_prompt, p0, theta, self.eps), self._max_seqs)
         except ValueError:
             self._safe_n = 1
-        self.mb.running_cap = self._safe_n
+        if self.memory_safe_cap:
+            self.mb.running_cap = self._safe_n
 
     def schedule(self, state: EngineState) -> StepPlan | None:
         return (self.eb if self.mode == "EB" else self.mb).schedule(state)
 
-    def _candidate_batch(self, state: EngineState) -> int:
-        return max(1, min(state.n_decoding + len(state.waiting), state.max_num_seqs, self._safe_n))
+    def _batch(self, state: EngineState) -> int:
+        """N in Delta: the demand (running + waiting; official N_obs), capped in the memory-safe variant."""
+        demand = state.n_running + len(state.waiting)
+        return max(1, min(demand, state.max_num_seqs, self._safe_n) if self.memory_safe_cap else demand)
 
     def on_finish(self, request_id: int, state: EngineState) -> None:
         self.eb.on_finish(request_id, state)
@@ -305,33 +323,44 @@ class EBPlusScheduler:
             self._since_update = 0
             self._evaluate(state)
 
-    def _evaluate(self, state: EngineState) -> None:
+    def _update_estimates(self) -> None:
         recent = slice(len(self._outputs) - self.update_interval, None)
         mu_l = float(np.mean(list(self._prompts)[recent]))
         mu_o = float(np.mean(list(self._outputs)[recent]))
-        first = self._mu_l == 0.0
-        self._mu_l = mu_l if first else (1 - self.ema) * self._mu_l + self.ema * mu_l
-        self._mu_o = mu_o if first else (1 - self.ema) * self._mu_o + self.ema * mu_o
-        if len(self._outputs) < self.min_samples or self._mu_o <= 1:
-            return
-        n = self.eb.batch_size if self.mode == "EB" else self._candidate_batch(state)
+        first = self._mu_o == 0.0
+        self._mu_l = mu_l if first else (1 - self.mean_ema) * self._mu_l + self.mean_ema * mu_l
+        self._mu_o = mu_o if first else (1 - self.mean_ema) * self._mu_o + self.mean_ema * mu_o
         hazard = fit_hazard(np.fromiter(self._outputs, np.int64), self.min_samples)
-        theta = corrected_theta(hazard.p0, hazard.eta, self.cost, max(n, 1))
+        if hazard.reliable or self._p0 == 0.0:  # official: an unreliable fit keeps the previous estimate
+            self._p0, self._eta = hazard.p0, hazard.eta
+
+    def _evaluate(self, state: EngineState) -> None:
+        if len(self._outputs) < self.min_samples:
+            return
+        self._update_estimates()
+        if self._mu_o <= 1:
+            return
+        # rho = beta_d N / alpha_d uses the EB batch (official: pd_batch_size_N, the memory-safe N in MB mode)
+        n_eb = self.eb.batch_size if self.mode == "EB" else min(self._max_seqs, self._safe_n)
+        theta = corrected_theta(self._p0, self._eta, self.cost, max(n_eb, 1))
         self._theta = theta if self._theta == 0.0 else (1 - self.ema) * self._theta + self.ema * theta
-        self._set_safe_n(self._mu_l, min(0.5, 1.0 / self._mu_o), self._theta)
-        if self.mode == "EB":  # the running EB follows the current estimates from its next decode phase on
+        self._set_safe_n(self._mu_l, self._p0, self._theta)
+        if self.mode == "EB":  # official with auto-N: the running EB takes theta and N = memory-safe N
             self.eb.theta_used = self._theta
-            self.eb.batch_size = max(1, min(self._switch_n, self._safe_n))
-        delta = crossover_delta(self.cost, self._mu_l, self._mu_o, max(n, 1), self._theta)
+            self.eb.batch_size = max(1, self._safe_n)
+        n = self._batch(state)
+        delta = crossover_delta(self.cost, self._mu_l, self._mu_o, n, self._theta)
         self.delta_trace.append((state.now, delta, self.mode))
+        self.batch_trace.append(n)
         if self._cooldown_left > 0:
             self._cooldown_left -= 1
+            return
+        if n < self.min_batch:  # official drain gate: Delta ~ 1/N is not informative on a draining engine
             return
         if self.mode == "MB" and delta > self.delta:
             self.mode = "EB"
             self.eb.theta_used = self._theta
-            self._switch_n = max(1, min(state.n_decoding + len(state.waiting), state.max_num_seqs))
-            self.eb.reset(min(self._switch_n, self._safe_n))
+            self.eb.reset(max(1, min(state.n_decoding + len(state.waiting), state.max_num_seqs)))
         elif self.mode == "EB" and delta < -self.sticky * self.delta:
             self.mode = "MB"
         else:
@@ -340,9 +369,15 @@ class EBPlusScheduler:
         self._cooldown_left = self.cooldown
 
 
-def make_scheduler(name: str, mean_prompt: float, mean_output: float, **kwargs: float) -> object:
+_POLICIES = ("mb", "mb_vllm", "eb", "eb_n1024", "eb_theta<x>", "ebplus")
+
+
+def make_scheduler(name: str, mean_prompt: float, mean_output: float, **kwargs: Any) -> Any:
     """Policies by name: "mb" (memory-safe cap), "mb_vllm" (stock: no cap), "eb" (auto theta and N),
-    "eb_n1024" (auto theta, N = 1024), "eb_theta<x>" (fixed theta), "ebplus"."""
+    "eb_n1024" (auto theta, N = 1024), "eb_theta<x>" (fixed theta x, e.g. "eb_theta0.1"; or theta=...),
+    "ebplus" (kwargs go to ``EBPlusScheduler``)."""
+    if not isinstance(name, str):
+        raise ValueError(f"scheduler name must be a string, got {name!r}")
     if name == "mb":
         return MixedBatchingScheduler(mean_prompt, mean_output, max_running="auto", name="mb")
     if name == "mb_vllm":
@@ -352,7 +387,14 @@ def make_scheduler(name: str, mean_prompt: float, mean_output: float, **kwargs: 
     if name == "eb_n1024":
         return ExclusiveBatchingScheduler(mean_prompt, mean_output, n=1024, name="eb_n1024")
     if name.startswith("eb_theta"):
-        return ExclusiveBatchingScheduler(mean_prompt, mean_output, theta=float(kwargs["theta"]), name=name)
+        text = name.removeprefix("eb_theta")
+        if text and "theta" in kwargs:
+            raise ValueError(f"{name!r} names theta already; do not also pass theta={kwargs['theta']!r}")
+        try:
+            theta = float(text) if text else float(kwargs["theta"])
+        except (KeyError, ValueError, TypeError):
+            raise ValueError(f"{name!r}: give the fixed theta in the name (eb_theta0.1) or as theta=...") from None
+        return ExclusiveBatchingScheduler(mean_prompt, mean_output, theta=theta, name=name)
     if name == "ebplus":
-        return EBPlusScheduler(mean_prompt, mean_output, **kwargs)  # type: ignore[arg-type]
-    raise ValueError(f"unknown scheduler {name!r}; choose mb, eb, eb_n1024, eb_theta*, ebplus")
+        return EBPlusScheduler(mean_prompt, mean_output, **kwargs)
+    raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(_POLICIES)}")

@@ -373,13 +373,13 @@ class ServingSimulator:
             self._issued += 1
 
     def _admit(self, rid: int) -> None:
+        """Move the head of the queue into the prefilling set (``_single_step`` appends it to ``running``)."""
         s = self.state
         if not s.waiting or s.waiting[0] != rid:
             raise SimulationError(f"{self.scheduler.name}: admitted request {rid} is not at the head of the queue")
         s.waiting.popleft()
         s.target[rid] = s.prompt[rid] + s.generated[rid]
         s.computed[rid] = 0
-        s.running = np.append(s.running, rid)
         s.prefilling.append(rid)
 
     def _single_step(self, plan: StepPlan, first: np.ndarray) -> tuple[list[tuple[int, float]], int, int]:
@@ -387,10 +387,14 @@ class ServingSimulator:
         s = self.state
         decoding = s.decoding_ids() if plan.decode else np.zeros(0, np.int64)
         running_set = set(s.prefilling)
+        admitted = []
         for rid, _tokens in plan.prefill:
             if rid not in running_set:
                 self._admit(rid)
                 running_set.add(rid)
+                admitted.append(rid)
+        if admitted:  # one concatenation per step, not one np.append per request
+            s.running = np.concatenate([s.running, np.asarray(admitted, np.int64)])
         n_p = sum(t for _, t in plan.prefill)
         n_d = len(decoding)
         if s.kv_used + n_p + n_d > s.capacity:
@@ -439,8 +443,15 @@ class ServingSimulator:
         k = len(dec)
         rem = s.output[dec] - s.generated[dec]
         q = plan.stop_after_completions
-        horizon = int(rem.max()) if q >= k else int(np.partition(rem, q - 1)[q - 1])
+        if q >= k:
+            horizon = int(rem.max())
+        elif q == 1:  # mixed batching: until the first completion
+            horizon = int(rem.min())
+        else:
+            horizon = int(np.partition(rem, q - 1)[q - 1])
         horizon = min(horizon, plan.max_steps, horizon if self.jump else 1)
+        if horizon == 1:
+            return self._decode_one_step(dec, rem)
         # Only the requests that finish inside the window need sorting (MB stretches end at the first one).
         within = np.nonzero(rem <= horizon)[0]
         fin_pos = within[np.argsort(rem[within], kind="stable")]  # positions in dec, by (remaining, order)
@@ -475,6 +486,23 @@ class ServingSimulator:
         if done:
             self._retire([rid for rid, _ in done])
         return done, m, int(advance.sum())
+
+    def _decode_one_step(self, dec: np.ndarray, rem: np.ndarray) -> tuple[list[tuple[int, float]], int, int]:
+        """A stretch of one decode step (mixed batching at high concurrency): the same arithmetic, fewer calls."""
+        s = self.state
+        k = len(dec)
+        if s.kv_used + k > s.capacity:
+            raise SimulationError(f"{self.scheduler.name}: decode planned without a free KV slot per request")
+        ctx = float(s.computed[dec].sum()) if self._needs_context else 0
+        s.now = s.now + float(self.cost.step_time(0, k, ctx))
+        s.computed[dec] += 1
+        s.generated[dec] += 1
+        s.kv_used += k
+        fin = dec[rem == 1]
+        done = [(int(rid), s.now) for rid in fin]
+        if done:
+            self._retire([rid for rid, _ in done])
+        return done, 1, k
 
     def _check(self, s: EngineState) -> None:
         run = s.running

@@ -16,8 +16,10 @@ against a shrinking decode batch.
 
        dtheta = eta (1 - theta)^2 / (p0^2 theta) * [Lambda (theta / (1 - theta) - Lambda / 2) + rho (Lambda - theta)];
 
-   the official code caps dtheta at 5 theta and clamps theta to [0.01, 0.8]. ``fit_hazard`` estimates (p0, eta)
-   from output lengths by weighted least squares on the empirical hazard, p0 floored at 1/mean.
+   the official code clamps dtheta to [0, 5 theta] and theta to [0.01, 0.8]. ``fit_hazard`` estimates (p0, eta)
+   as the official estimator does: weighted least squares of the empirical hazard h_t = #{O = t} / #{O >= t}
+   on t, weights #{O >= t}, over t in [t_5%, t_95%] (sample quantiles; t_95% >= t_5% + 10) and only where
+   #{O >= t} >= 5; then eta >= 0 and p0 >= 1/mean (the memoryless rate of the same mean).
 3. **Memory-safe N (Prop. 3).** Each running request holds its prompt plus its generated tokens. With
    D(theta) = mu_L + (1 - theta) / (theta p0) * ln(1 / (1 - theta)) the mean KV per request in steady state,
    the CLT form picks the largest N with N D + sigma sqrt(N ln(1/eps)) <= C, sigma^2 = 2 Lambda (1 + (p0 mu_L +
@@ -28,7 +30,9 @@ against a shrinking decode batch.
        Delta(N) = [beta_MB(r) - beta_EB] - [(alpha_p - alpha_d ln(1 - theta0) mu_O) / k - alpha_MB (1 + mu_O) / N]
                   / (mu_L + mu_O),
 
-   with r = mu_O / (mu_L + mu_O), beta_EB the token-weighted mean of beta_p and beta_d and k = theta0 N. The
+   with r = mu_O / (mu_L + mu_O), beta_EB the token-weighted mean of beta_p and beta_d and k = theta0 N. We use the
+   k the EB phase machine uses, k = max(1, floor(theta0 N)) (``switch_count``; Algorithm 1), and theta0 = k / N in
+   the logarithm, so that the closed form and the simulator describe the same phases (review issue 21). The
    first bracket is interference (what MB pays per token on top of EB); the second is EB's switching overhead,
    shrinking like 1/N. **Delta > 0 means EB is faster.**
 
@@ -99,14 +103,14 @@ def theta_asymptotic(p0: float, alpha_p: float, alpha_d: float) -> float:
 
 
 def ifr_correction(theta: float, p0: float, eta: float, beta_d: float, alpha_d: float, n: int) -> float:
-    """Additive IFR correction dtheta for h(t) = p0 + eta t, capped at 5 theta (official code)."""
+    """Additive IFR correction dtheta for h(t) = p0 + eta t, clamped to [0, 5 theta] (official code)."""
     _check_probability(p0)
     if not 0 < theta < 1:
         raise ValueError(f"theta must be in (0, 1), got {theta!r}")
     lam = -math.log1p(-theta)
     rho = beta_d * n / alpha_d
     dtheta = eta * (1 - theta) ** 2 / (p0 * p0 * theta) * (lam * (theta / (1 - theta) - lam / 2) + rho * (lam - theta))
-    return min(dtheta, IFR_CAP * theta)
+    return min(max(dtheta, 0.0), IFR_CAP * theta)
 
 
 def corrected_theta(p0: float, eta: float, cost: LinearStepCost, n: int) -> float:
@@ -118,37 +122,77 @@ def corrected_theta(p0: float, eta: float, cost: LinearStepCost, n: int) -> floa
 
 @dataclass(frozen=True)
 class HazardFit:
-    """h(t) = p0 + eta t fitted to output lengths (t = tokens generated so far)."""
+    """h(t) = p0 + eta t fitted to output lengths (t = tokens generated so far).
+
+    ``window`` is the fitted range [t_5%, t_95%], ``points`` the number of t in it with >= 5 survivors, and
+    ``reliable`` False when too little data was left to fit (then p0 = 1/mean, eta = 0: the official code keeps
+    its previous estimate instead, which ``EBPlusScheduler`` does).
+    """
 
     p0: float
     eta: float
     mean: float
     n: int
+    window: tuple[int, int] = (0, 0)
+    points: int = 0
+    reliable: bool = True
+
+
+MIN_SURVIVORS = 5  # official estimator: skip t with fewer survivors (unreliable hazard)
+MIN_TOTAL_WEIGHT = 10  # official estimator: below this total weight, no fit
+
+
+def _as_lengths(lengths: object) -> np.ndarray:
+    x = np.asarray(lengths)
+    if x.ndim != 1:
+        raise ValueError(f"output lengths must be a 1-D sequence of token counts, got shape {x.shape}")
+    if x.size and not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
+        raise ValueError(f"output lengths must be numbers, got dtype {x.dtype}")
+    if np.issubdtype(x.dtype, np.floating):
+        if not np.all(np.isfinite(x)):
+            raise ValueError("output lengths must be finite (found NaN or inf)")
+        if np.any(x != np.round(x)):
+            raise ValueError("output lengths must be whole token counts (found fractional values)")
+    if np.any(x < 1):
+        raise ValueError("output lengths must be >= 1")
+    return x.astype(np.int64)
 
 
 def fit_hazard(lengths: np.ndarray, min_samples: int = 30) -> HazardFit:
-    """Weighted least squares of the empirical hazard h_t = #{len = t} / #{len >= t} on t, weights #{len >= t}.
+    """The official hazard estimator: weighted least squares of h_t = #{O = t} / #{O >= t} on t.
 
-    p0 is floored at 1/mean (so that a hazard that is zero before a minimum length, like uniform +-25%, still
-    gives a usable constant part), as in the official code. Needs ``min_samples`` lengths.
+    Weights #{O >= t}; t runs over [t_5%, t_95%] with t_5% the sample's order statistic at index
+    floor(0.05 n) (at least 1) and t_95% at floor(0.95 n), widened to t_5% + 10 if narrower; t with fewer than 5
+    survivors are skipped. eta is clamped to >= 0 (a decreasing hazard is treated as constant) and p0 floored at
+    1/mean. Needs ``min_samples`` whole, positive lengths.
     """
-    x = np.asarray(lengths, dtype=np.int64)
+    x = _as_lengths(lengths)
     if x.size < min_samples:
         raise ValueError(f"need at least {min_samples} output lengths to fit a hazard, got {x.size}")
-    if np.any(x < 1):
-        raise ValueError("output lengths must be >= 1")
+    n = int(x.size)
     mean = float(x.mean())
+    ordered = np.sort(x)
+    t_lo = max(int(ordered[int(n * 0.05)]), 1)
+    t_hi = max(int(ordered[int(n * 0.95)]), t_lo + 10)
     counts = np.bincount(x)
-    at_risk = counts[::-1].cumsum()[::-1]  # at_risk[t] = #{len >= t}
-    t = np.nonzero(at_risk)[0]
-    t = t[t >= 1]
-    h = counts[t] / at_risk[t]
+    at_risk = counts[::-1].cumsum()[::-1]  # at_risk[t] = #{O >= t}
+    t = np.arange(t_lo, min(t_hi, int(ordered[-1])) + 1)
+    t = t[at_risk[t] >= MIN_SURVIVORS]
     w = at_risk[t].astype(float)
-    design = np.c_[np.ones_like(t, dtype=float), t.astype(float)]
-    sw = np.sqrt(w)
-    coef = np.linalg.lstsq(design * sw[:, None], h * sw, rcond=None)[0]
-    p0 = min(max(float(coef[0]), 1.0 / mean), 0.999)
-    return HazardFit(p0=p0, eta=float(coef[1]), mean=mean, n=int(x.size))
+    fallback = HazardFit(1.0 / mean, 0.0, mean, n, (t_lo, t_hi), int(t.size), reliable=False)
+    if w.sum() < MIN_TOTAL_WEIGHT or t.size < 2:
+        return fallback
+    h = counts[t] / at_risk[t]
+    tf = t.astype(float)
+    sw, swt, swt2 = w.sum(), (w * tf).sum(), (w * tf * tf).sum()
+    swh, swth = (w * h).sum(), (w * tf * h).sum()
+    det = sw * swt2 - swt * swt
+    if abs(det) < 1e-10:
+        return fallback
+    p0 = (swt2 * swh - swt * swth) / det
+    eta = (sw * swth - swt * swh) / det
+    p0 = min(max(float(p0), 1.0 / mean), 0.999)  # the upper guard (p0 < 1 for Prop. 1) is ours
+    return HazardFit(p0, max(float(eta), 0.0), mean, n, (t_lo, t_hi), int(t.size))
 
 
 def _kv_per_request(theta: float, p0: float, mean_prompt: float) -> float:
@@ -201,8 +245,8 @@ def memory_safe_batch_size(
 
 
 def switch_count(theta: float, n: int) -> int:
-    """k = max(1, round(theta N)): how many completions end a decode phase."""
-    return max(1, round(theta * n))
+    """k = max(1, floor(theta N)): how many completions end a decode phase (Algorithm 1; official code)."""
+    return max(1, math.floor(theta * n))
 
 
 def crossover_delta(
@@ -210,18 +254,29 @@ def crossover_delta(
 ) -> float:
     """Prop. 4: Delta(N) in seconds per token; Delta > 0 means EB beats MB.
 
-    ``theta`` defaults to Prop. 1 with the geometric hazard p0 = 1/mu_O.
+    ``theta`` defaults to Prop. 1 with the geometric hazard p0 = 1/mu_O. k = ``switch_count(theta, n)``, the
+    integer threshold the EB phase machine uses, in both places Prop. 4 has theta N: the 1/k amortisation and
+    the phase length mu_O ln(1 / (1 - k/N)) (so Delta < 0 without interference at every N; for N = 1 the phase
+    is mu_O steps).
     """
+    for label, value in (("mean_prompt", mean_prompt), ("mean_output", mean_output)):
+        if not (isinstance(value, int | float) and math.isfinite(value)):
+            raise ValueError(f"{label} must be a finite number, got {value!r}")
     if not (mean_prompt > 0 and mean_output > 1):
         raise ValueError(f"mean lengths must be positive (mu_O > 1), got {mean_prompt!r}, {mean_output!r}")
-    if n < 1:
-        raise ValueError(f"batch size N must be >= 1, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"batch size N must be an integer >= 1, got {n!r}")
+    if theta is not None and not (isinstance(theta, int | float) and math.isfinite(theta) and 0 < theta < 1):
+        raise ValueError(f"theta must be in (0, 1) (the fraction of the batch that ends a phase), got {theta!r}")
     p0 = 1.0 / mean_output
-    theta0 = theta_star(p0, cost.alpha_p, cost.alpha_d) if theta is None else theta
-    k = theta0 * n
+    theta0 = theta_star(p0, cost.alpha_p, cost.alpha_d) if theta is None else float(theta)
+    n = int(n)
+    k = switch_count(theta0, n)
+    # decode steps per phase = mu_O ln(1 / (1 - k/N)) at the k the phase machine really uses (= theta0 N when that
+    # is a whole number); with k = N = 1 the phase is a whole request, mu_O steps
+    phase_steps = mean_output * (-math.log1p(-k / n) if k < n else 1.0)
     tokens = mean_prompt + mean_output
     r = mean_output / tokens
     interference = float(cost.beta_mb(r)) - cost.beta_eb(mean_prompt, mean_output)
-    overhead = ((cost.alpha_p - cost.alpha_d * math.log1p(-theta0) * mean_output) / k
-                - cost.alpha_mb * (1 + mean_output) / n) / tokens  # fmt: skip
+    overhead = ((cost.alpha_p + cost.alpha_d * phase_steps) / k - cost.alpha_mb * (1 + mean_output) / n) / tokens
     return interference - overhead
