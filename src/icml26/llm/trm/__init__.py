@@ -28,8 +28,9 @@ What the abstract leaves open, and our reading:
 - delta: no default in the abstract; ours, 0.05 on k2 (|log rho| <= 0.32), is a placeholder to tune per
   pipeline so that a small share (<~ 20%) of sequences is dropped.
 
-Integration: :class:`TRMGRPOTrainer` (TRL 1.16 ``GRPOTrainer`` with TRM in its ``get_off_policy_mask`` hook,
-``trm_delta``/``trm_estimator``/``trm_reduce``), imported lazily so the core needs torch only. Off-policy data
+Integration: :class:`TRMGRPOTrainer` (TRL 1.16 ``GRPOTrainer`` with TRM in its ``get_off_policy_mask`` hook),
+configured by :class:`TRMGRPOConfig` (a ``GRPOConfig`` with ``trm_delta``/``trm_estimator``/``trm_reduce``),
+imported lazily so the core needs torch only. Off-policy data
 for experiments: :class:`MismatchedRollout` (bf16 logits, routing spikes, rollout-only top-p, staleness).
 
 References
@@ -75,7 +76,7 @@ _MODULE_OF = {
         "masking",
     ),
     **dict.fromkeys(("GRUPolicy", "MismatchedRollout", "Rollout", "top_p_filter"), "rollout"),
-    **dict.fromkeys(("TRMGRPOTrainer", "make_rollout_func"), "trainer"),
+    **dict.fromkeys(("TRMGRPOConfig", "TRMGRPOTrainer", "make_rollout_func"), "trainer"),
 }
 __all__ = [
     "BOUNDS",
@@ -85,6 +86,7 @@ __all__ = [
     "MismatchedRollout",
     "PolicyLoss",
     "Rollout",
+    "TRMGRPOConfig",
     "TRMGRPOTrainer",
     "TabularPolicy",
     "classical",
@@ -124,7 +126,7 @@ if TYPE_CHECKING:
         trust_region_mask,
     )
     from icml26.llm.trm.rollout import GRUPolicy, MismatchedRollout, Rollout, top_p_filter
-    from icml26.llm.trm.trainer import TRMGRPOTrainer, make_rollout_func
+    from icml26.llm.trm.trainer import TRMGRPOConfig, TRMGRPOTrainer, make_rollout_func
 
 
 def __getattr__(name: str) -> Any:
