@@ -26,7 +26,10 @@ What the abstract leaves open, and our reading:
 - normalisation after masking: by all valid tokens of the batch (masking never raises the step size);
   ``normalize="kept_tokens"`` is available and the masked fraction is always reported;
 - delta: no default in the abstract; ours, 0.05 on k2 (|log rho| <= 0.32), is a placeholder to tune per
-  pipeline so that a small share (<~ 20%) of sequences is dropped.
+  pipeline so that a small share (<~ 20%) of sequences is dropped;
+- NaN (ours, one rule for the core functions and the TRL hook): a NaN engine log-prob at a valid token (a token
+  the engine could not score) carries no evidence (divergence 0, importance weight 1, as TRL does); a NaN
+  trained-policy log-prob there raises ``ValueError``; padding may hold anything.
 
 Integration: :class:`TRMGRPOTrainer` (TRL 1.16 ``GRPOTrainer`` with TRM in its ``get_off_policy_mask`` hook),
 configured by :class:`TRMGRPOConfig` (a ``GRPOConfig`` with ``trm_delta``/``trm_estimator``/``trm_reduce``),

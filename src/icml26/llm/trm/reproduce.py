@@ -348,7 +348,7 @@ _C1_PROFILES = profiles(
     quick={"vocabs": [3, 4], "max_T": 7, "perturbations": [0.05, 0.3, 1.0], "draws": 2},
     full={"vocabs": [3, 4], "max_T": 8, "perturbations": [0.05, 0.3, 1.0], "draws": 4},
     seeds=(1, 1, 1),  # exact and deterministic: one cell holds every case (draws x perturbations x V x T)
-    cell_seconds=(0.1, 1.5, 6.0),
+    cell_seconds=(0.1, 1.0, 6.0),
 )
 _SCALING_BASE = {"vocab": 2, "kl": 1e-3, "fit_from": 4}
 _SCALING_PROFILES = profiles(
@@ -356,7 +356,7 @@ _SCALING_PROFILES = profiles(
     quick={**_SCALING_BASE, "max_T": 12, "draws": 4},
     full={**_SCALING_BASE, "max_T": 16, "draws": 8},
     seeds=(1, 1, 1),
-    cell_seconds=(0.1, 1.5, 40.0),
+    cell_seconds=(0.1, 1.5, 30.0),
 )
 _SCALING = dict(
     metric="log_log_slope",
@@ -383,7 +383,7 @@ _C2_PROFILES = profiles(
     quick={**_C2_BASE, "n": 512, "batches": 4, "Ts": [16, 128]},
     full={**_C2_BASE, "n": 1024, "batches": 8, "Ts": [16, 64, 256]},
     seeds=(1, 3, 5),
-    cell_seconds=(1.0, 12.0, 130.0),
+    cell_seconds=(1.0, 8.0, 70.0),
 )
 _C2 = dict(
     metric="relative_bias",
@@ -415,12 +415,13 @@ _C3_PROFILES = profiles(
     quick={**_C3_BASE, "T": 32, "batch": 32, "steps": 60, "eval_every": 5, "eval_n": 128, "lr": 3e-2},
     full=_C3_BASE,
     seeds=(1, 3, 5),
-    cell_seconds=(0.5, 12.0, 230.0),
+    cell_seconds=(0.5, 11.0, 200.0),
 )
 _C3 = dict(method="trm_max", run=run_stability, profiles=_C3_PROFILES, revision=3)
 _C3_SCALE = (
     "quick runs a smaller, harsher calibration (T = 32, batch 32, 60 steps, lr 3e-2) than full (T = 64, batch 64, "
-    "150 steps, lr 1e-2), each calibrated on the unmasked baseline only so that it collapses"
+    "150 steps, lr 1e-2), each calibrated on the unmasked baseline only so that it collapses; with quick's 3 "
+    "seeds a collapse count differing by 2 of 3 is still inside the t-interval, so quick is often inconclusive"
 )
 
 CARD = PaperCard(
@@ -473,7 +474,10 @@ CARD = PaperCard(
             min_effect=0.1,
             paper_figure="O(T) for the Mixed bound (O(T^1.5) for Pinsker-Marginal, shown on the plot)",
             notes="same enumeration as C1b; noninferiority margin 0.1 on the slope fixed a priori (the margin the "
-            f"earlier formula-slope claims used); {DERIVED}",
+            "earlier formula-slope claims used); caveat, seen only after the claim was fixed: at enumerable T the "
+            "product T * D <= 0.016 is far below 4.5, where Pinsker-Marginal (O(T^1.5)) is the tighter bound; the "
+            "Mixed bound's O(T) order is its long-horizon regime (T > 4.5 / D), so a slope above 1 here does not "
+            f"contradict the Mixed bound (C1 checks the bound itself); {DERIVED}",
             **_SCALING,
         ),
         Claim(
