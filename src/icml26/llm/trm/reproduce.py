@@ -264,8 +264,9 @@ def plot_gradient_bias(card: dict[str, Any], records: list[dict[str, Any]], ax: 
     import numpy as np
 
     fig = ax.figure
-    _wide(ax, 10.5)
-    grid = ax.get_subplotspec().subgridspec(1, 2, width_ratios=[1.5, 1.0], wspace=0.28)
+    _wide(ax, 10.0)
+    fig.set_size_inches(10.0, 5.4)
+    grid = ax.get_subplotspec().subgridspec(1, 2, width_ratios=[1.3, 1.0], wspace=0.1)
     ax.set_subplotspec(grid[0])
     parts = fig.add_subplot(grid[1])
     rows = [row for r in records if r["status"] == "ok" for row in r["curves"]["gradient"]]
@@ -302,7 +303,7 @@ def plot_gradient_bias(card: dict[str, Any], records: list[dict[str, Any]], ax: 
     parts.set_ylabel("cosine(E g, E g_on), noise-corrected", fontsize=8)
     parts.set_title("one dot per seed; on-policy at (1, 1) (dashed)", fontsize=7)
     handles, labels = ax.get_legend_handles_labels()
-    parts.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.03, 1.0), borderaxespad=0.0, fontsize=7)
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=7)
 
 
 # ------------------------------------------------------------------------------------------ C3: stability
