@@ -408,7 +408,7 @@ _C2_PROFILES = profiles(
     quick={**_C2_BASE, "n": 512, "batches": 4, "Ts": [16, 128]},
     full={**_C2_BASE, "n": 1024, "batches": 8, "Ts": [16, 64, 256]},
     seeds=(1, 3, 5),
-    cell_seconds=(1.0, 8.0, 70.0),
+    cell_seconds=(1.0, 8.0, 80.0),
 )
 _C2 = dict(
     metric="relative_bias",
@@ -440,7 +440,7 @@ _C3_PROFILES = profiles(
     quick={**_C3_BASE, "T": 32, "batch": 32, "steps": 60, "eval_every": 5, "eval_n": 128, "lr": 3e-2},
     full=_C3_BASE,
     seeds=(1, 3, 5),
-    cell_seconds=(0.5, 11.0, 200.0),
+    cell_seconds=(0.5, 11.0, 95.0),
 )
 _C3 = dict(method="trm_max", run=run_stability, profiles=_C3_PROFILES, revision=3)
 _C3_SCALE = (
