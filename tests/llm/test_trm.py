@@ -312,20 +312,25 @@ def tiny_trl_setup():
     return LlamaForCausalLM(config), tokenizer
 
 
-def test_trm_hook_ignores_the_advantage_sign_and_uses_the_max():
-    pytest.importorskip("trl")
-    from icml26.llm.trm.trainer import TRMGRPOTrainer
-
-    trainer = TRMGRPOTrainer.__new__(TRMGRPOTrainer)  # the hook only needs its TRM settings and metrics
-    trainer.trm_estimator, trainer.trm_reduce, trainer.model = "k2", "max", None
+def _bare_hook():
+    """A TRMGRPOTrainer without __init__: the hook only needs its TRM settings and metrics."""
     from collections import defaultdict
 
+    from icml26.llm.trm.trainer import TRMGRPOTrainer
+
+    trainer = TRMGRPOTrainer.__new__(TRMGRPOTrainer)
+    trainer.trm_estimator, trainer.trm_reduce, trainer.model = "k2", "max", None
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    return trainer
+
+
+def test_trm_hook_ignores_the_advantage_sign_and_uses_the_max():
+    pytest.importorskip("trl")
+    trainer = _bare_hook()
     sampling = torch.full((3, 50), -1.0)
     current = sampling.clone()
     current[0, 10] = -3.0  # one spike, positive advantage: OPSM would keep it
-    current[2, 5] = float("nan")
-    sampling[2, 5] = float("nan")  # an unscorable token gives no evidence (as in TRL)
+    sampling[2, 5] = float("nan")  # a token the engine could not score gives no evidence (as in TRL)
     mask = torch.ones(3, 50)
     mask[1, 40:] = 0
     current[1, 40:] = 100.0  # garbage in padding
@@ -340,17 +345,52 @@ def test_trm_hook_ignores_the_advantage_sign_and_uses_the_max():
     assert trainer._metrics["train"]["trm/masked_fraction"] == [pytest.approx(1 / 3)]
 
 
+def test_nan_handling_agrees_between_the_core_and_the_trl_hook():
+    """One rule on both paths: NaN engine log-prob at a valid token = no evidence (like TRL's own OPSM, which
+    keeps such a sequence); NaN trained-policy log-prob at a valid token = ValueError."""
+    pytest.importorskip("trl")
+    from trl import GRPOTrainer
+
+    trainer = _bare_hook()
+    logp_cur, logp_roll, mask = _batch(7)
+    logp_roll = logp_roll.clone()
+    logp_roll[:, 0] = float("nan")  # every row has an unscored valid token
+    adv = -torch.ones(6, 1)
+    for delta in (0.01, 0.05, 1.0):
+        core = trust_region_mask(token_divergence(logp_cur, logp_roll, mask, "k2"), mask, delta)
+        hook = trainer.get_off_policy_mask(adv, logp_cur, logp_roll, mask, delta)
+        assert torch.equal(core, hook)
+        # the NaN token counts as zero divergence: same mask as with that token scored perfectly
+        scored = logp_roll.clone()
+        scored[:, 0] = logp_cur[:, 0]
+        assert torch.equal(core, trust_region_mask(token_divergence(logp_cur, scored, mask, "k2"), mask, delta))
+    # TRL's own OPSM on the same input: NaN is no evidence there too (a finite mean, no drop from the NaN alone)
+    assert GRPOTrainer.get_off_policy_mask(adv, logp_cur, logp_roll, mask, 10.0).eq(1).all()
+    broken = logp_cur.clone()
+    broken[2, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN at a valid token"):
+        token_divergence(broken, logp_roll, mask)
+    with pytest.raises(ValueError, match="NaN at a valid token"):
+        trainer.get_off_policy_mask(adv, broken, logp_roll, mask, 0.05)
+    with pytest.raises(ValueError, match="NaN at a valid token"):
+        masked_policy_loss(broken, logp_cur, logp_roll, adv[:, 0], mask, delta=0.05)
+    with pytest.raises(ValueError, match="logp_old"):
+        masked_policy_loss(logp_cur, broken, logp_roll, adv[:, 0], mask, delta=0.05)
+    # the loss treats an unscored token as TRL does: importance weight 1, finite loss
+    out = masked_policy_loss(logp_cur, logp_cur, logp_roll, adv[:, 0], mask, delta=0.05)
+    assert torch.isfinite(out.loss)
+
+
 def test_trm_grpo_trainer_runs_one_offline_step(tiny_trl_setup, tmp_path):
     """One GRPOTrainer step on a tiny random Llama with a bf16-rounded rollout_func: the TRM hook is called, logs
     its masked fraction, and (bf16 rounding alone staying inside delta) the step updates the weights."""
     from datasets import Dataset
-    from trl import GRPOConfig
 
-    from icml26.llm.trm import TRMGRPOTrainer, make_rollout_func
+    from icml26.llm.trm import TRMGRPOConfig, TRMGRPOTrainer, make_rollout_func
 
     model, tokenizer = tiny_trl_setup
     roll = MismatchedRollout(model, precision="bf16")
-    args = GRPOConfig(
+    args = TRMGRPOConfig(
         output_dir=str(tmp_path),
         per_device_train_batch_size=4,
         num_generations=4,
@@ -360,7 +400,9 @@ def test_trm_grpo_trainer_runs_one_offline_step(tiny_trl_setup, tmp_path):
         use_cpu=True,
         logging_steps=1,
         save_strategy="no",
+        trm_delta=0.05,
     )
+    assert args.off_policy_mask_threshold == 0.05
     trainer = TRMGRPOTrainer(
         model=model,
         reward_funcs=lambda completions, **kw: [float("3" in c) for c in completions],
@@ -368,9 +410,8 @@ def test_trm_grpo_trainer_runs_one_offline_step(tiny_trl_setup, tmp_path):
         train_dataset=Dataset.from_dict({"prompt": ["1 + 2 =", "3 + 4 ="] * 4}),
         processing_class=tokenizer,
         rollout_func=make_rollout_func(roll, 5),
-        trm_delta=0.05,
     )
-    assert trainer.off_policy_mask_threshold == 0.05
+    assert trainer.off_policy_mask_threshold == 0.05 and trainer.trm_delta == 0.05
     before = [p.detach().clone() for p in model.parameters()]
     trainer.train()
     logs = trainer.state.log_history[0]
@@ -388,13 +429,10 @@ def test_trm_grpo_trainer_runs_one_offline_step(tiny_trl_setup, tmp_path):
         train_dataset=Dataset.from_dict({"prompt": ["1 + 2 =", "3 + 4 ="] * 4}),
         processing_class=tokenizer,
         rollout_func=make_rollout_func(spiky, 5),
-        trm_delta=0.05,
     )
     trainer.train()
     assert trainer.state.log_history[0]["trm/masked_fraction"] > 0.5
 
-    with pytest.raises(ValueError, match="trm_delta"):
-        TRMGRPOTrainer(model=model, reward_funcs=[], args=args, trm_delta=0.0)
     with pytest.warns(UserWarning, match="pi_old"):
         TRMGRPOTrainer(
             model=model,
@@ -403,3 +441,181 @@ def test_trm_grpo_trainer_runs_one_offline_step(tiny_trl_setup, tmp_path):
             train_dataset=Dataset.from_dict({"prompt": ["1 + 2 ="] * 4}),
             processing_class=tokenizer,
         )
+
+
+def test_trm_config_is_a_grpo_config_and_never_touches_the_callers(tmp_path):
+    pytest.importorskip("trl")
+    from trl import GRPOConfig
+
+    from icml26.llm.trm import TRMGRPOConfig, TRMGRPOTrainer
+
+    common = {"output_dir": str(tmp_path), "report_to": "none", "use_cpu": True}
+    plain = GRPOConfig(**common)
+    args = TRMGRPOConfig(**common, trm_delta=0.1, trm_estimator="abs_log_ratio", trm_reduce="mean")
+    assert isinstance(args, GRPOConfig) and args.off_policy_mask_threshold == 0.1
+    assert plain.off_policy_mask_threshold is None  # building ours changed nothing of a plain config
+    assert TRMGRPOConfig(**common, off_policy_mask_threshold=0.05).off_policy_mask_threshold == 0.05  # agrees
+    for bad, match in (
+        ({"trm_delta": 0.0}, "trm_delta"),
+        ({"trm_delta": -1.0}, "trm_delta"),
+        ({"trm_delta": float("nan")}, "trm_delta"),
+        ({"trm_estimator": "exact"}, "trm_estimator"),
+        ({"trm_reduce": "min"}, "trm_reduce"),
+        ({"trm_delta": 0.1, "off_policy_mask_threshold": 0.5}, "conflicts"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            TRMGRPOConfig(**common, **bad)
+    with pytest.warns(UserWarning, match="asymmetric"):
+        TRMGRPOConfig(**common, trm_estimator="k3")
+    # a plain GRPOConfig is refused with one clear error, before TRL builds anything
+    with pytest.raises(TypeError, match="TRMGRPOConfig"):
+        TRMGRPOTrainer(model=torch.nn.Linear(1, 1), reward_funcs=[], args=plain)
+    assert plain.off_policy_mask_threshold is None
+
+
+# ----------------------------------------------------------------------------------------------- bad input
+def test_named_bad_inputs_get_one_clear_error_each():
+    logp_cur, logp_roll, mask = _batch()
+    adv = torch.ones(6)
+    for bad in (-0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="clip_eps"):
+            masked_policy_loss(logp_cur, logp_cur, logp_roll, adv, mask, delta=0.1, clip_eps=bad)
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="is_cap"):
+            masked_policy_loss(logp_cur, logp_cur, logp_roll, adv, mask, delta=0.1, is_cap=bad)
+        with pytest.raises(ValueError, match="delta"):
+            masked_policy_loss(logp_cur, logp_cur, logp_roll, adv, mask, delta=bad)
+    policy = GRUPolicy(4, 8)
+    for bad in (-1.0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="temperature"):
+            MismatchedRollout(policy, temperature=bad)
+    with pytest.raises(ValueError, match="spike_sd"):
+        MismatchedRollout(policy, spike_sd=float("nan"))
+    with pytest.raises(ValueError, match="spike_p"):
+        MismatchedRollout(policy, spike_p=1.5)
+    with pytest.raises(ValueError, match="staleness"):
+        MismatchedRollout(policy, staleness=1.5)
+    with pytest.raises(ValueError, match="precision"):
+        MismatchedRollout(policy, precision="fp8")
+    rng = np.random.default_rng(0)
+    tab = TabularPolicy.random(2, 3, rng)
+    reward = rng.random(8)
+    reward[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        exact_surrogate_error(tab, tab, reward)
+    broken = TabularPolicy((tab.logits[0], tab.logits[1], np.full((4, 2), np.nan)))
+    with pytest.raises(ValueError, match="policy_b has NaN"):
+        exact_surrogate_error(tab, broken, np.zeros(8))
+    with pytest.raises(ValueError, match="shape"):
+        TabularPolicy((np.zeros((1, 2)), np.zeros((3, 2))))
+    with pytest.raises(ValueError, match="kl"):
+        tab.at_kl(rng, -0.1)
+    # exact divergence: NaN engine logits = no evidence, NaN trainer logits = error
+    logits_cur, logits_roll = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
+    ones = torch.ones(2, 3)
+    logits_roll[0, 1] = float("nan")
+    kl = token_divergence(ones, ones, ones, "exact", logits_cur=logits_cur, logits_roll=logits_roll)
+    assert kl[0, 1] == 0 and torch.isfinite(kl).all()
+    logits_cur[1, 2, 0] = float("nan")
+    with pytest.raises(ValueError, match="logits_cur"):
+        token_divergence(ones, ones, ones, "exact", logits_cur=logits_cur, logits_roll=logits_roll)
+    with pytest.raises(ValueError, match="div is NaN"):
+        trust_region_mask(torch.tensor([[0.1, float("nan")]]), torch.ones(1, 2), 0.5)
+
+
+def test_an_infinite_ratio_at_a_valid_token_drops_the_sequence():
+    logp_cur, logp_roll, mask = torch.zeros(2, 3), torch.zeros(2, 3), torch.ones(2, 3)
+    logp_roll[0, 1] = -torch.inf  # the engine claims it could not have sampled this token
+    keep = trust_region_mask(token_divergence(logp_cur, logp_roll, mask, "k2"), mask, 1.0)
+    assert keep.flatten().tolist() == [0.0, 1.0]
+
+
+# ------------------------------------------------------------------------------ formulas and constructions
+def test_bound_formulas_have_the_abstract_exponents():
+    """The long-horizon log-log slopes of the derived formulas (were claims C1b-d; a property of the formulas,
+    independent of D_max and eps): 2, 1.5 and 1 over T in [64, 4096]."""
+    Ts = np.array([64, 128, 256, 512, 1024, 2048, 4096])
+    for bound, exponent in ((classical, 2.0), (pinsker_marginal, 1.5), (mixed, 1.0)):
+        for d_max in (1e-4, 0.3):
+            slope = np.polyfit(np.log(Ts), np.log(bound(Ts, d_max)), 1)[0]
+            assert slope == pytest.approx(exponent, abs=0.01)
+
+
+def test_policy_at_a_fixed_kl_in_every_context():
+    rng = np.random.default_rng(3)
+    roll = TabularPolicy.random(3, 4, rng)
+    theta = roll.at_kl(rng, 0.02)
+    for a, b in zip(roll.log_probs(), theta.log_probs(), strict=True):
+        np.testing.assert_allclose((np.exp(a) * (a - b)).sum(-1), 0.02, rtol=1e-9)
+    check = exact_surrogate_error(roll, theta, worst_case_reward(roll, theta))
+    assert check.d_max == pytest.approx(0.02, rel=1e-9)
+    assert check.d_seq == pytest.approx(4 * 0.02, rel=1e-9)  # chain rule: every context at the same KL
+    assert roll.at_kl(rng, 0.0).logits[2] == pytest.approx(roll.logits[2])
+
+
+def test_bias_estimate_removes_sampling_noise():
+    """Independent Gaussian batch gradients with known means: the estimate recovers the true relative bias (0.3),
+    where the plain distance between the two sample means is inflated by their noise."""
+    from icml26.llm.trm.toy import bias_estimate
+
+    g = torch.Generator().manual_seed(0)
+    P, K, sd = 100, 200, 3.0
+    ref = torch.ones(P) + sd * torch.randn(K, P, generator=g)
+    est = 1.3 * torch.ones(P) + sd * torch.randn(K, P, generator=g)
+    out = bias_estimate(est, ref)
+    naive = float((est.mean(0) - ref.mean(0)).norm() / ref.mean(0).norm())
+    assert out["relative_bias"] == pytest.approx(0.3, abs=0.06)
+    assert out["norm_ratio"] == pytest.approx(1.3, abs=0.06)
+    assert out["cosine"] == pytest.approx(1.0, abs=0.03)
+    assert naive > out["relative_bias"] + 0.1  # about sqrt(0.3^2 + 2 sd^2 / K) = 0.42
+    same = bias_estimate(torch.ones(P) + sd * torch.randn(K, P, generator=g), ref)
+    assert same["relative_bias"] < 0.1 and same["noise"] == pytest.approx(np.sqrt(2 * sd**2 * P / K / P), rel=0.1)
+    with pytest.raises(ValueError, match="two independent batches"):
+        bias_estimate(est[:1], ref)
+
+
+def test_token_mask_on_the_trust_region_masks_exactly_what_trm_detects():
+    """TRL's token_mask with clip [1/2, 2] zeroes exactly the tokens with |log rho| > log 2; TRM-max at
+    delta = (log 2)^2 / 2 drops exactly the sequences holding one: same detector, token vs sequence."""
+    from icml26.llm.trm.toy import DELTA_MAX, method_weights
+
+    logp_cur, logp_roll, mask = _batch(11)
+    logp_cur = logp_roll + 1.2 * (logp_cur - logp_roll)  # wider spread: some tokens leave the factor-2 region
+    outside = ((logp_cur - logp_roll).abs() > math.log(2)) & mask.bool()
+    assert outside.any() and not outside.all()
+    adv = torch.randn(6)
+    w = method_weights("token_mask_tr", logp_cur, logp_roll, adv, mask)
+    assert torch.equal(w == 0, outside | ~mask.bool())
+    trm = method_weights("trm_max", logp_cur, logp_roll, adv, mask)
+    assert torch.equal((trm.abs().sum(1) == 0), outside.any(1))
+    assert math.isclose(DELTA_MAX, 0.5 * math.log(2) ** 2)
+
+
+def test_no_mismatch_means_no_measured_gradient_bias():
+    """An fp32 engine without spikes, top-p or staleness: every method is the on-policy estimator (all weights 1),
+    so the uncoupled bias estimate stays within its own noise."""
+    from icml26.llm.trm.toy import gradient_bias
+
+    setting = {"vocab": 6, "hidden": 8, "sft_steps": 10, "spike_p": 0.0, "spike_sd": 0.0, "top_p": 1.0}
+    setting |= {"staleness": 0, "stale_sd": 0.0, "reward": "dense", "n": 64, "batches": 4, "T": 8}
+    out = gradient_bias({**setting, "precision": "fp32"}, seed=0)["metrics"]
+    for m, v in out.items():
+        assert v["masked_fraction"] == 0.0, m
+        assert v["relative_bias"] <= v["noise"], m
+
+
+# -------------------------------------------------------------------------------------------- benchmark
+def test_benchmark_rows_tiny():
+    pytest.importorskip("trl")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_trm.py"
+    spec = importlib.util.spec_from_file_location("bench_trm", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.rows("tiny")
+    assert len(rows) == 3 and all(r.ours > 0 and r.anchor > 0 for r in rows)
+    assert "TRL" in rows[0].anchor_name and "TRL" in rows[1].anchor_name
+    with pytest.raises(ValueError, match="size"):
+        module.rows("huge")

@@ -26,10 +26,14 @@ What the abstract leaves open, and our reading:
 - normalisation after masking: by all valid tokens of the batch (masking never raises the step size);
   ``normalize="kept_tokens"`` is available and the masked fraction is always reported;
 - delta: no default in the abstract; ours, 0.05 on k2 (|log rho| <= 0.32), is a placeholder to tune per
-  pipeline so that a small share (<~ 20%) of sequences is dropped.
+  pipeline so that a small share (<~ 20%) of sequences is dropped;
+- NaN (ours, one rule for the core functions and the TRL hook): a NaN engine log-prob at a valid token (a token
+  the engine could not score) carries no evidence (divergence 0, importance weight 1, as TRL does); a NaN
+  trained-policy log-prob there raises ``ValueError``; padding may hold anything.
 
-Integration: :class:`TRMGRPOTrainer` (TRL 1.16 ``GRPOTrainer`` with TRM in its ``get_off_policy_mask`` hook,
-``trm_delta``/``trm_estimator``/``trm_reduce``), imported lazily so the core needs torch only. Off-policy data
+Integration: :class:`TRMGRPOTrainer` (TRL 1.16 ``GRPOTrainer`` with TRM in its ``get_off_policy_mask`` hook),
+configured by :class:`TRMGRPOConfig` (a ``GRPOConfig`` with ``trm_delta``/``trm_estimator``/``trm_reduce``),
+imported lazily so the core needs torch only. Off-policy data
 for experiments: :class:`MismatchedRollout` (bf16 logits, routing spikes, rollout-only top-p, staleness).
 
 References
@@ -75,7 +79,7 @@ _MODULE_OF = {
         "masking",
     ),
     **dict.fromkeys(("GRUPolicy", "MismatchedRollout", "Rollout", "top_p_filter"), "rollout"),
-    **dict.fromkeys(("TRMGRPOTrainer", "make_rollout_func"), "trainer"),
+    **dict.fromkeys(("TRMGRPOConfig", "TRMGRPOTrainer", "make_rollout_func"), "trainer"),
 }
 __all__ = [
     "BOUNDS",
@@ -85,6 +89,7 @@ __all__ = [
     "MismatchedRollout",
     "PolicyLoss",
     "Rollout",
+    "TRMGRPOConfig",
     "TRMGRPOTrainer",
     "TabularPolicy",
     "classical",
@@ -124,7 +129,7 @@ if TYPE_CHECKING:
         trust_region_mask,
     )
     from icml26.llm.trm.rollout import GRUPolicy, MismatchedRollout, Rollout, top_p_filter
-    from icml26.llm.trm.trainer import TRMGRPOTrainer, make_rollout_func
+    from icml26.llm.trm.trainer import TRMGRPOConfig, TRMGRPOTrainer, make_rollout_func
 
 
 def __getattr__(name: str) -> Any:

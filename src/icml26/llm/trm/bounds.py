@@ -127,6 +127,16 @@ class TabularPolicy:
 
     logits: tuple[np.ndarray, ...]
 
+    def __post_init__(self) -> None:
+        rows = tuple(np.asarray(row, dtype=float) for row in self.logits)
+        if not rows or rows[0].ndim != 2 or rows[0].shape[-1] < 2:
+            raise ValueError("logits must be a non-empty sequence of (V**t, V) arrays with V >= 2")
+        V = rows[0].shape[-1]
+        for t, row in enumerate(rows):
+            if row.shape != (V**t, V):
+                raise ValueError(f"logits[{t}] must have shape (V**t, V) = {(V**t, V)}, got {row.shape}")
+        object.__setattr__(self, "logits", rows)
+
     @property
     def vocab(self) -> int:
         return int(self.logits[0].shape[-1])
@@ -149,6 +159,37 @@ class TabularPolicy:
     def perturbed(self, rng: np.random.Generator, sd: float) -> TabularPolicy:
         """The same policy with N(0, sd^2) noise on every logit (a controlled mismatch)."""
         return TabularPolicy(tuple(row + sd * rng.standard_normal(row.shape) for row in self.logits))
+
+    def at_kl(self, rng: np.random.Generator, kl: float) -> TabularPolicy:
+        """A policy at exactly KL(self(.|c) || new(.|c)) = ``kl`` in *every* context c (so D_max = kl whatever T).
+
+        Each context's logits move along their own random direction u, z + s u, with s >= 0 found by bisection:
+        s -> KL(softmax z || softmax(z + s u)) is convex with its minimum 0 at s = 0, so it is increasing on s >= 0.
+        """
+        if not (math.isfinite(kl) and kl >= 0):
+            raise ValueError(f"kl must be finite and >= 0, got {kl!r}")
+        rows = []
+        for z in self.logits:
+            u = rng.standard_normal(z.shape)
+            lp = z - np.logaddexp.reduce(z, axis=-1, keepdims=True)
+
+            def divergence(scale: np.ndarray, z: np.ndarray = z, u: np.ndarray = u, lp: np.ndarray = lp) -> np.ndarray:
+                moved = z + scale[:, None] * u
+                lq = moved - np.logaddexp.reduce(moved, axis=-1, keepdims=True)
+                return (np.exp(lp) * (lp - lq)).sum(-1)
+
+            lo, hi = np.zeros(len(z)), np.ones(len(z))
+            for _ in range(200):  # grow the bracket until every row reaches kl
+                short = divergence(hi) < kl
+                if not short.any():
+                    break
+                hi = np.where(short, 2 * hi, hi)
+            for _ in range(100):  # bisection to float precision
+                mid = 0.5 * (lo + hi)
+                below = divergence(mid) < kl
+                lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+            rows.append(z + (0.5 * (lo + hi))[:, None] * u)
+        return TabularPolicy(tuple(rows))
 
 
 def _sequence_log_probs(policy: TabularPolicy) -> np.ndarray:
@@ -197,8 +238,13 @@ def exact_surrogate_error(policy_a: TabularPolicy, policy_b: TabularPolicy, rewa
     reward = np.asarray(reward_table, dtype=float)
     if reward.shape != (V**T,):
         raise ValueError(f"reward_table must have V**T = {V**T} entries, got shape {reward.shape}")
+    if not np.isfinite(reward).all():
+        raise ValueError("reward_table holds NaN or inf; rewards must be finite numbers in [0, 1]")
     if reward.min() < 0 or reward.max() > 1:
         raise ValueError("rewards must lie in [0, 1] (the bounds assume it)")
+    for name, policy in (("policy_a", policy_a), ("policy_b", policy_b)):
+        if not all(np.isfinite(row).all() for row in policy.logits):
+            raise ValueError(f"{name} has NaN or inf logits; every context needs a finite logit row")
     lp_a, lp_b = policy_a.log_probs(), policy_b.log_probs()
     tok_a, tok_b = _sequence_log_probs(policy_a), _sequence_log_probs(policy_b)
     p_a, p_b = np.exp(tok_a.sum(1)), np.exp(tok_b.sum(1))

@@ -4,6 +4,15 @@ Shapes: ``(B, T)`` for per-token tensors (B sequences, T completion positions), 
 (completion) tokens and 0 on padding. Every function ignores what sits at padded positions, NaN included: padded
 values are replaced *before* any arithmetic, so a NaN there never reaches a max, a mean or a gradient.
 
+NaN at a *valid* token, one rule everywhere (these functions and :class:`~icml26.llm.trm.TRMGRPOTrainer`'s hook,
+which calls them):
+
+- a NaN rollout log-prob (``logp_roll``: an engine that could not score the token) carries no evidence: the
+  token's log-ratio is taken as 0 (divergence 0, importance weight 1), as TRL does for its own OPSM and
+  importance-sampling ratios; the rest of the sequence still decides its mask;
+- a NaN trained-policy log-prob (``logp_cur``, ``logp_old``) is a broken forward pass: ``ValueError``, never a
+  silently dropped sequence or a NaN loss.
+
 1. Per-token divergence between the rollout policy pi_roll (the inference engine that sampled the tokens) and
    the trained policy pi_theta, with log rho_t = log pi_theta(y_t|c_t) - log pi_roll(y_t|c_t):
 
@@ -34,6 +43,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,11 +64,16 @@ Divergence = Literal["abs_log_ratio", "k2", "k3", "exact"]
 DIVERGENCES: tuple[str, ...] = ("abs_log_ratio", "k2", "k3", "exact")
 
 
-def _valid(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """The mask as a bool tensor of ``like``'s shape, with a clear error on a shape mismatch."""
+def _checked(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The mask itself, after a clear error if it does not have ``like``'s shape."""
     if mask.shape != like.shape:
         raise ValueError(f"mask has shape {tuple(mask.shape)}, expected {tuple(like.shape)} (B, T)")
-    return mask.bool()
+    return mask
+
+
+def _valid(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The mask as a bool tensor of ``like``'s shape, with a clear error on a shape mismatch."""
+    return _checked(mask, like).bool()
 
 
 def _check_pair(a: torch.Tensor, b: torch.Tensor, names: str) -> None:
@@ -68,10 +83,36 @@ def _check_pair(a: torch.Tensor, b: torch.Tensor, names: str) -> None:
         raise ValueError(f"{names} must be (B, T), got {a.dim()} dimension(s)")
 
 
-def _masked_log_ratio(logp_cur: torch.Tensor, logp_roll: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """log rho_t on valid tokens, exactly 0 on padding (whatever garbage, NaN or inf the padding holds)."""
-    zero = torch.zeros((), dtype=logp_cur.dtype, device=logp_cur.device)
-    return torch.where(valid, logp_cur, zero) - torch.where(valid, logp_roll, zero)
+def _masked_sum(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """sum_t x_t w_t in one pass (a dot product, no temporary): NaN if x is NaN at a valid token, and also if x is
+    NaN or inf at a padded one (inf * 0 = NaN)."""
+    return torch.dot(x.reshape(-1), weight.reshape(-1)) if x.numel() else x.new_zeros(())
+
+
+def _padded_nan(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether ``x`` is NaN at a valid token (fast path: a finite masked sum, the usual case, costs one pass)."""
+    if torch.isfinite(_masked_sum(x, weight)):
+        return False
+    return bool(torch.isnan(torch.where(weight.bool(), x, torch.zeros_like(x))).any())
+
+
+def _masked_log_ratio(
+    logp_cur: torch.Tensor, logp_roll: torch.Tensor, valid: torch.Tensor, cur_name: str = "logp_cur"
+) -> torch.Tensor:
+    """log rho_t on valid tokens, exactly 0 on padding (whatever garbage, NaN or inf the padding holds).
+
+    A NaN of ``logp_roll`` at a valid token gives 0 (no evidence, as in TRL); a NaN of ``logp_cur`` there raises;
+    an infinite ratio stays decisive (+-float max: divergence inf, masked). Float arithmetic only, in place (no
+    boolean selects): this is the hot path of the mask.
+    """
+    weight = valid.to(logp_cur.dtype)
+    if _padded_nan(logp_cur, weight):
+        raise ValueError(
+            f"{cur_name} (the trained policy's log-probs) is NaN at a valid token: the model's forward pass is "
+            "broken (padding may hold NaN; valid tokens may not)"
+        )
+    big = torch.finfo(logp_cur.dtype).max
+    return torch.sub(logp_cur, logp_roll).nan_to_num_(nan=0.0, posinf=big, neginf=-big).mul_(weight)
 
 
 def token_divergence(
@@ -101,20 +142,23 @@ def token_divergence(
                     f"{tuple(logits_cur.shape)} and {tuple(logits_roll.shape)}"
                 )
             valid = mask.bool()
+            if torch.isnan(logits_cur).any(-1).logical_and_(valid).any():
+                raise ValueError("logits_cur (the trained policy's) is NaN at a valid token: broken forward pass")
             lp_roll = torch.log_softmax(logits_roll.float(), dim=-1)
             lp_cur = torch.log_softmax(logits_cur.float(), dim=-1)
             p_roll = lp_roll.exp()
             # 0 * log 0 = 0: tokens outside pi_roll's support (top-p) contribute nothing.
             terms = torch.where(p_roll > 0, p_roll * (lp_roll - lp_cur), torch.zeros_like(p_roll))
             kl = terms.sum(-1).clamp_min(0.0)
-            return torch.where(valid, kl, torch.zeros_like(kl))
+            scored = valid & ~torch.isnan(kl)  # NaN engine logits: no evidence, as for NaN engine log-probs
+            return torch.where(scored, kl, torch.zeros_like(kl))
         _check_pair(logp_cur, logp_roll, "logp_cur and logp_roll")
-        log_ratio = _masked_log_ratio(logp_cur.detach(), logp_roll.detach(), _valid(mask, logp_cur))
+        log_ratio = _masked_log_ratio(logp_cur.detach(), logp_roll.detach(), _checked(mask, logp_cur))
         if kind == "abs_log_ratio":
-            return log_ratio.abs()
+            return log_ratio.abs_()
         if kind == "k2":
-            return 0.5 * log_ratio.square()
-        return torch.expm1(log_ratio) - log_ratio  # k3 = rho - 1 - log rho, 0 on padding
+            return log_ratio.square_().mul_(0.5)
+        return torch.expm1(log_ratio).sub_(log_ratio)  # k3 = rho - 1 - log rho, 0 on padding
 
 
 def trust_region_mask(
@@ -122,8 +166,9 @@ def trust_region_mask(
 ) -> torch.Tensor:
     """Keep (1.0) or drop (0.0) each sequence, ``(B, 1)``: 1[max_t d_t <= delta] (or the mean) over valid tokens.
 
-    Padding never enters the reduction: for the max, padded positions are -inf; for the mean, they are
-    excluded from both sum and count. A sequence without any valid token is kept (it carries no loss).
+    Padding (whatever it holds) enters the max as 0, which never changes whether the max exceeds delta > 0,
+    and is left out of the mean's count. A sequence without any valid token is kept (it carries no loss). NaN at
+    a valid token raises (see the module docstring); +inf there drops the sequence.
     """
     if not delta > 0:
         raise ValueError(f"delta must be > 0, got {delta!r}")
@@ -131,14 +176,27 @@ def trust_region_mask(
         raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
     if div.dim() != 2:
         raise ValueError(f"div must be (B, T), got shape {tuple(div.shape)}")
-    valid = _valid(mask, div)
+    if mask.shape != div.shape:
+        raise ValueError(f"mask has shape {tuple(mask.shape)}, expected {tuple(div.shape)} (B, T)")
     with torch.no_grad():
-        if reduce == "max":
-            stat = torch.where(valid, div, torch.full_like(div, -torch.inf)).amax(dim=1, keepdim=True)
+        weight = mask.to(div.dtype) if div.is_floating_point() else mask.float()
+        div = div.to(weight.dtype)
+        if torch.isfinite(_masked_sum(div, weight)):  # no NaN or inf anywhere (the usual case): one pass
+            clean = div * weight  # padding -> 0
         else:
-            total = torch.where(valid, div, torch.zeros_like(div)).sum(dim=1, keepdim=True)
-            stat = total / valid.sum(dim=1, keepdim=True).clamp_min(1)
-        keep = (stat <= delta) | ~valid.any(dim=1, keepdim=True)
+            if _padded_nan(div, weight):
+                raise ValueError(
+                    "div is NaN at a valid token; token_divergence gives 0 for tokens the engine could not score "
+                    "(NaN rollout log-probs), so compute div with it or replace such NaN by 0 yourself"
+                )
+            big = torch.finfo(weight.dtype).max
+            clean = torch.nan_to_num(div, nan=0.0, posinf=big, neginf=-big).mul_(weight)  # padding -> 0
+        # Padding (and an empty row) enters as 0 <= delta: it never changes whether max_t d_t <= delta.
+        if reduce == "max":
+            stat = clean.amax(dim=1, keepdim=True) if clean.shape[1] else clean.new_zeros(clean.shape[0], 1)
+        else:
+            stat = clean.sum(dim=1, keepdim=True) / weight.sum(dim=1, keepdim=True).clamp_min(1)
+        keep = stat <= delta
     return keep.to(div.dtype if div.is_floating_point() else torch.float32)
 
 
@@ -217,7 +275,9 @@ def masked_policy_loss(
       trained on). When many sequences are masked this silently raises the effective learning rate; log
       ``masked_fraction``.
 
-    Raises ValueError if the shapes disagree; if every sequence is masked the loss is an exact zero that still
+    Raises ValueError if the shapes disagree, ``clip_eps`` is negative or not finite, ``is_cap`` is not positive,
+    or a trained-policy log-prob is NaN at a valid token; a NaN rollout log-prob there is no evidence (weight 1,
+    divergence 0; see the module docstring). If every sequence is masked the loss is an exact zero that still
     carries a graph (a no-op step), never a NaN.
     """
     _check_pair(logp_cur, logp_old, "logp_cur and logp_old")
@@ -225,6 +285,14 @@ def masked_policy_loss(
     valid = _valid(mask, logp_cur)
     if normalize not in ("kept_tokens", "all_tokens"):
         raise ValueError(f"normalize must be 'kept_tokens' or 'all_tokens', got {normalize!r}")
+    if not (isinstance(clip_eps, int | float) and math.isfinite(clip_eps) and clip_eps >= 0):
+        raise ValueError(f"clip_eps must be a finite number >= 0 (PPO's epsilon, e.g. 0.2), got {clip_eps!r}")
+    if is_cap is not None and not (isinstance(is_cap, int | float) and is_cap > 0):
+        raise ValueError(f"is_cap must be > 0 or None (no rollout correction), got {is_cap!r}")
+    if delta is not None and not (isinstance(delta, int | float) and delta > 0):
+        raise ValueError(f"delta must be > 0 or None (no masking), got {delta!r}")
+    if torch.isnan(torch.where(valid, logp_old, torch.zeros_like(logp_old))).any():
+        raise ValueError("logp_old (the recomputed old policy's log-probs) is NaN at a valid token")
     if adv.dim() == 1:
         adv = adv.unsqueeze(1)
     if adv.shape[0] != logp_cur.shape[0] or adv.shape[1] not in (1, logp_cur.shape[1]):

@@ -19,6 +19,7 @@ the exact KL of :func:`icml26.llm.trm.token_divergence` can be computed.
 from __future__ import annotations
 
 import copy
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -52,8 +53,15 @@ class GRUPolicy(nn.Module):
         return torch.full((batch,), self.vocab, dtype=torch.long, device=self.head.weight.device)
 
     def step(self, tokens: torch.Tensor, state: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        out, state = self.gru(self.embed(tokens)[:, None, :], state)
-        return self.head(out[:, 0]), state
+        """One token: ``(B,)`` previous tokens and ``(B, hidden)`` state (None at the start) -> logits, state.
+
+        The GRU's own weights through ``torch.gru_cell`` (the same arithmetic as one step of ``nn.GRU``, without
+        its per-call sequence overhead: sampling is a Python loop over T)."""
+        if state is None:
+            state = torch.zeros(tokens.shape[0], self.gru.hidden_size, device=tokens.device)
+        g = self.gru
+        state = torch.gru_cell(self.embed(tokens), state, g.weight_ih_l0, g.weight_hh_l0, g.bias_ih_l0, g.bias_hh_l0)
+        return self.head(state), state
 
     def token_log_probs(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(log pi(y_t | c_t) of the given tokens (B, T), full log-softmax (B, T, V))."""
@@ -99,12 +107,19 @@ class MismatchedRollout:
     ):
         if precision not in ("bf16", "fp32"):
             raise ValueError(f"precision must be 'bf16' or 'fp32', got {precision!r}")
-        if not (0.0 <= spike_p <= 1.0) or spike_sd < 0:
-            raise ValueError("spike_p must be in [0, 1] and spike_sd >= 0")
-        if not (0.0 < top_p <= 1.0):
+        if not 0.0 <= spike_p <= 1.0:
+            raise ValueError(f"spike_p must be a probability in [0, 1], got {spike_p!r}")
+        if not (math.isfinite(spike_sd) and spike_sd >= 0):
+            raise ValueError(f"spike_sd must be finite and >= 0, got {spike_sd!r}")
+        if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-        if staleness < 0:
-            raise ValueError(f"staleness must be >= 0, got {staleness!r}")
+        if not (isinstance(staleness, int) and staleness >= 0):
+            raise ValueError(f"staleness must be an integer >= 0 (syncs of delay), got {staleness!r}")
+        if not (math.isfinite(temperature) and temperature > 0):
+            raise ValueError(
+                f"temperature must be finite and > 0, got {temperature!r} (a negative one would invert the "
+                "distribution; greedy decoding, temperature 0, has no sampling distribution to correct for)"
+            )
         self.policy, self.precision, self.spike_p, self.spike_sd = policy, precision, spike_p, spike_sd
         self.top_p, self.staleness, self.temperature = top_p, staleness, temperature
         self._engine = copy.deepcopy(policy).eval()

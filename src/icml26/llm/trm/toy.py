@@ -5,7 +5,10 @@ computed from the same rollout (so comparisons are paired); at theta = pi_old th
 inactive, so these weights are exactly what TRL's loss applies at the first step of a batch:
 
 - ``none``: w = min(rho_t, 3), TRL's default rollout correction (``token_truncate``, cap 3), no mask;
-- ``token_mask``: w = rho_t if rho_t <= 3 else 0 (TRL ``token_mask``);
+- ``token_mask``: w = rho_t if rho_t <= 3 else 0 (TRL ``token_mask`` at its default cap 3);
+- ``token_mask_tr``: w = rho_t if 1/2 <= rho_t <= 2 else 0 (TRL ``token_mask`` with
+  ``vllm_importance_sampling_clip_min=0.5, clip_max=2``): the same per-token trust region as ``trm_max``'s delta,
+  applied token by token instead of to the whole sequence (the token-level rule that does act under our mismatch);
 - ``sequence_mask``: w = prod_t rho_t if <= 3 else 0 (TRL ``sequence_mask``);
 - ``opsm``: ``none`` x TRL's OPSM keep-mask (mean KL > delta_mean and A < 0 drops);
 - ``trm_max``: ``none`` x TRM keep-mask, max_t k2_t <= delta_max;
@@ -13,11 +16,12 @@ inactive, so these weights are exactly what TRL's loss applies at the first step
 
 Thresholds are fixed a priori: delta_max = (log 2)^2 / 2 (every token ratio within a factor of 2), delta_mean =
 0.02 nats per token for both mean-based rules. The task is *counting*: token t should be y_{t-1} + 1 mod V;
-R = share of correct steps (dense) or 1[all correct] (sparse).
+R = share of correct steps (dense), length of the correct prefix (prefix) or 1[all correct] (sparse).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -33,10 +37,11 @@ from icml26.llm.trm.masking import (
 )
 from icml26.llm.trm.rollout import GRUPolicy, MismatchedRollout
 
-METHODS = ("none", "token_mask", "sequence_mask", "opsm", "trm_max", "trm_avg")
+METHODS = ("none", "token_mask", "token_mask_tr", "sequence_mask", "opsm", "trm_max", "trm_avg")
 DELTA_MAX = 0.5 * math.log(2.0) ** 2
 DELTA_MEAN = 0.02
 IS_CAP = 3.0
+TOKEN_TRUST_REGION = (0.5, 2.0)  # the per-token ratio range that delta_max allows: |log rho| <= log 2
 
 
 def counting_reward(tokens: torch.Tensor, vocab: int, kind: str = "prefix") -> torch.Tensor:
@@ -80,6 +85,8 @@ def method_weights(
         return truncated
     if method == "token_mask":
         return token_mask(logp_cur, logp_roll, mask, 0.0, IS_CAP)
+    if method == "token_mask_tr":
+        return token_mask(logp_cur, logp_roll, mask, *TOKEN_TRUST_REGION)
     if method == "sequence_mask":
         return sequence_ratio_mask(logp_cur, logp_roll, mask, 0.0, IS_CAP) * mask
     if method == "opsm":
@@ -101,6 +108,20 @@ def make_policy(vocab: int, hidden: int, seed: int, logit_scale: float = 3.0) ->
     return policy
 
 
+@functools.lru_cache(maxsize=16)
+def _warm_state(vocab: int, hidden: int, sft_steps: int, seed: int) -> dict[str, torch.Tensor]:
+    policy = pretrain_counting(make_policy(vocab, hidden, seed, logit_scale=1.0), 32, sft_steps, seed)
+    return {k: v.detach().clone() for k, v in policy.state_dict().items()}
+
+
+def warm_policy(vocab: int, hidden: int, sft_steps: int, seed: int) -> GRUPolicy:
+    """The warm-started ("SFT") counting policy of a seed: trained once per worker process, then copied (the
+    claims that share a seed share this set-up; the weights are identical to training it afresh)."""
+    policy = GRUPolicy(vocab, hidden)
+    policy.load_state_dict(_warm_state(vocab, hidden, sft_steps, seed))
+    return policy
+
+
 def _flat_grad(loss: torch.Tensor, params: list[torch.Tensor], retain: bool) -> torch.Tensor:
     grads = torch.autograd.grad(loss, params, retain_graph=retain, allow_unused=True)
     return torch.cat(
@@ -108,22 +129,55 @@ def _flat_grad(loss: torch.Tensor, params: list[torch.Tensor], retain: bool) -> 
     )
 
 
-def gradient_bias(setting: dict[str, Any], seed: int) -> dict[str, Any]:
-    """Cosine of each method's off-policy gradient with the on-policy gradient, on coupled samples.
+def bias_estimate(batches: torch.Tensor, reference: torch.Tensor) -> dict[str, float]:
+    """Bias of one gradient estimator against another, from independent batch gradients of each.
 
-    pi_theta and pi_roll sample with the same Gumbel noise (common random numbers), so their sequences agree
-    until the two distributions first disagree and the comparison measures bias more than sampling noise.
-    The on-policy gradient is the REINFORCE gradient sum_t grad log pi_theta(y_t|c_t) (R - mean R) on
-    pi_theta's own samples. Staleness: the trainer policy moves ``staleness`` small random steps away from the
-    weights the engine holds.
+    ``batches`` (K, P) and ``reference`` (K_ref, P) hold one gradient per independent batch (K, K_ref >= 2).
+    With means g, r and the noise of each mean v = tr(Cov) / K (unbiased: sum_k ||g_k - g||^2 / (K (K - 1))),
+    ||E g - E r||^2 is estimated without bias by (||g||^2 - v_g) + (||r||^2 - v_r) - 2 <g, r> (the two sets are
+    independent, so <g, r> is unbiased for <E g, E r>). Returned: ``relative_bias`` = ||E g - E r|| / ||E r||,
+    ``cosine`` = <E g, E r> / (||E g|| ||E r||) and ``norm_ratio`` = ||E g|| / ||E r||, each from those unbiased
+    pieces (ratios of unbiased estimates), and ``noise`` = sqrt((v_g + v_r) / ||E r||^2), the relative
+    Monte Carlo error of the difference of the two means (what sampling alone would make ``relative_bias``).
     """
-    V, T, N = int(setting["vocab"]), int(setting["T"]), int(setting["n"])
-    policy = make_policy(V, int(setting["hidden"]), seed, logit_scale=1.0)
-    pretrain_counting(policy, 32, int(setting["sft_steps"]), seed)
-    params = [p for p in policy.parameters()]
+    if batches.shape[0] < 2 or reference.shape[0] < 2:
+        raise ValueError("need at least two independent batches of each estimator")
+
+    def mean_and_noise(g: torch.Tensor) -> tuple[torch.Tensor, float]:
+        k = g.shape[0]
+        mean = g.double().mean(0)
+        return mean, float(((g.double() - mean) ** 2).sum() / (k * (k - 1)))
+
+    g, v_g = mean_and_noise(batches)
+    r, v_r = mean_and_noise(reference)
+    sq_g, sq_r, inner = float(g @ g) - v_g, float(r @ r) - v_r, float(g @ r)
+    if sq_r <= 0:
+        raise ValueError("the reference gradient is not distinguishable from zero at this sample size")
+    bias_sq = max(sq_g + sq_r - 2 * inner, 0.0)
+    sq_g = max(sq_g, 1e-300)
+    return {
+        "relative_bias": math.sqrt(bias_sq / sq_r),
+        "cosine": max(-1.0, min(1.0, inner / math.sqrt(sq_g * sq_r))),
+        "norm_ratio": math.sqrt(sq_g / sq_r),
+        "noise": math.sqrt((v_g + v_r) / sq_r),
+    }
+
+
+def gradient_bias(setting: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Bias of each method's off-policy gradient against the on-policy gradient, uncoupled, over independent batches.
+
+    ``batches`` independent batches of ``n`` sequences from the mismatched engine feed every method (paired: the
+    same rollouts); as many independent batches of ``n`` sequences from pi_theta itself (fp32, never the engine,
+    no shared noise with it) give the on-policy REINFORCE gradient sum_t grad log pi_theta(y_t|c_t) (R - mean R).
+    Each method's batch gradients are compared with the on-policy ones by :func:`bias_estimate` (noise-corrected).
+    Staleness: the trainer policy moves ``staleness`` small random steps away from the weights the engine holds.
+    """
+    V, T, N, K = int(setting["vocab"]), int(setting["T"]), int(setting["n"]), int(setting["batches"])
+    policy = warm_policy(V, int(setting["hidden"]), int(setting["sft_steps"]), seed)
+    params = list(policy.parameters())
     rollout = MismatchedRollout(
         policy,
-        precision="bf16",
+        precision=str(setting.get("precision", "bf16")),
         spike_p=float(setting["spike_p"]),
         spike_sd=float(setting["spike_sd"]),
         top_p=float(setting["top_p"]),
@@ -136,33 +190,45 @@ def gradient_bias(setting: dict[str, Any], seed: int) -> dict[str, Any]:
                 p.add_(float(setting["stale_sd"]) * torch.randn(p.shape, generator=gen))
             rollout.sync()
     exact = MismatchedRollout(policy, precision="fp32")
-    gumbel = -torch.log(-torch.log(torch.rand((N, T, V), generator=gen).clamp_min(1e-20)))
-    on = exact.sample(N, T, gen, gumbel=gumbel)
-    off = rollout.sample(N, T, gen, gumbel=gumbel)
+    kind = str(setting.get("reward", "prefix"))
     mask = torch.ones(N, T)
-
-    r_on = counting_reward(on.tokens, V, setting.get("reward", "prefix"))
-    logp_on, _ = policy.token_log_probs(on.tokens)
-    g_true = _flat_grad(((r_on - r_on.mean())[:, None] * logp_on).sum() / N, params, retain=False)
-
-    r_off = counting_reward(off.tokens, V, setting.get("reward", "prefix"))
-    adv = r_off - r_off.mean()
-    logp_cur, _ = policy.token_log_probs(off.tokens)
-    out: dict[str, dict[str, float]] = {}
-    for i, method in enumerate(METHODS):
-        w = method_weights(method, logp_cur, off.logp_roll, adv, mask)
-        g = _flat_grad((w * adv[:, None] * logp_cur).sum() / N, params, retain=i < len(METHODS) - 1)
-        kept = float((w.abs().sum(1) > 0).float().mean())
-        out[method] = {
-            "cosine": float(torch.nn.functional.cosine_similarity(g, g_true, dim=0)),
-            "relative_bias": float((g - g_true).norm() / g_true.norm()),
-            "masked_fraction": 1.0 - kept,
+    on_grads: list[torch.Tensor] = []
+    grads: dict[str, list[torch.Tensor]] = {m: [] for m in METHODS}
+    masked_seq: dict[str, list[float]] = {m: [] for m in METHODS}
+    masked_tok: dict[str, list[float]] = {m: [] for m in METHODS}
+    spiked, rewards_on, rewards_off = [], [], []
+    for _ in range(K):
+        on = exact.sample(N, T, gen)
+        r_on = counting_reward(on.tokens, V, kind)
+        logp_on, _ = policy.token_log_probs(on.tokens)
+        on_grads.append(_flat_grad(((r_on - r_on.mean())[:, None] * logp_on).sum() / N, params, retain=False))
+        off = rollout.sample(N, T, gen)
+        r_off = counting_reward(off.tokens, V, kind)
+        adv = r_off - r_off.mean()
+        logp_cur, _ = policy.token_log_probs(off.tokens)
+        for i, method in enumerate(METHODS):
+            w = method_weights(method, logp_cur, off.logp_roll, adv, mask)
+            grads[method].append(
+                _flat_grad((w * adv[:, None] * logp_cur).sum() / N, params, retain=i < len(METHODS) - 1)
+            )
+            masked_seq[method].append(float((w.abs().sum(1) == 0).float().mean()))
+            masked_tok[method].append(float((w == 0).float().mean()))
+        spiked.append(float(off.spiked.any(1).float().mean()))
+        rewards_on.append(float(r_on.mean()))
+        rewards_off.append(float(r_off.mean()))
+    reference = torch.stack(on_grads)
+    out = {
+        m: {
+            **bias_estimate(torch.stack(grads[m]), reference),
+            "masked_fraction": float(np.mean(masked_seq[m])),
+            "masked_token_fraction": float(np.mean(masked_tok[m])),
         }
-    div = token_divergence(logp_cur, off.logp_roll, mask, "k2")
+        for m in METHODS
+    }
     info = {
-        "spiked_sequences": float(off.spiked.any(1).float().mean()),
-        "mean_token_k2": float(div.mean()),
-        "on_policy_reward": float(r_on.mean()),
+        "spiked_sequences": float(np.mean(spiked)),
+        "on_policy_reward": float(np.mean(rewards_on)),
+        "engine_reward": float(np.mean(rewards_off)),
     }
     return {"metrics": out, "info": info}
 
@@ -177,8 +243,7 @@ def train_grpo(setting: dict[str, Any], seed: int, method: str) -> dict[str, Any
     far (the notes' definition; a collapse that later recovers still counts).
     """
     V, T, B = int(setting["vocab"]), int(setting["T"]), int(setting["batch"])
-    policy = make_policy(V, int(setting["hidden"]), seed, logit_scale=1.0)
-    pretrain_counting(policy, 32, int(setting["sft_steps"]), seed)
+    policy = warm_policy(V, int(setting["hidden"]), int(setting["sft_steps"]), seed)
     opt = torch.optim.Adam(policy.parameters(), lr=float(setting["lr"]))
     rollout = MismatchedRollout(
         policy,
