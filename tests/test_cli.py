@@ -276,3 +276,17 @@ def test_unreachable_ray_cluster_is_a_configuration_error(capsys, tmp_path, monk
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "cannot start the ray executor" in err and "auto" in err
     assert "internal error" not in err
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_a_local_ray_run_keeps_ray_logs_off_stderr(tmp_path):
+    """Only our own lines reach stderr (Ray's banners and warnings come through with -v only)."""
+    pytest.importorskip("ray")
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), "RAY_USAGE_STATS_ENABLED": "0"}
+    args = ["reproduce", "nammd", "--profile", "smoke", "--executor", "ray", "--workers", "2", "--out", str(tmp_path)]
+    proc = _icml26(*args, env={**env, "RAY_ADDRESS": ""}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err
+    foreign = [line for line in err.splitlines() if line and not line.startswith(("icml26: ", "["))]
+    assert foreign == [], foreign

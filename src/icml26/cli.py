@@ -431,7 +431,7 @@ def bench(
         str | None, typer.Option("--dir", help="Folder of bench_<slug>.py files (default: the checkout's benchmarks/).")
     ] = None,
     out_arg: Annotated[
-        str | None, typer.Option("--out", "-o", help="Where results.json and RESULTS.md go (default: --dir).")
+        str | None, typer.Option("--out", "-o", help="Where the results files go (default: --dir).")
     ] = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", min=1, help="Seconds allowed per benchmark (default by size).")
