@@ -296,9 +296,12 @@ def test_run_summary_records_wall_and_cell_time_per_paper_and_claim(tmp_path):
     assert tiny_again["cell_seconds"] == pytest.approx(tiny["cell_seconds"], abs=1e-2)  # what it costs from scratch
 
 
-def test_process_workers_run_torch_on_one_thread(tmp_path):
+def test_process_workers_run_torch_on_one_thread(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from tests._core.tiny_paper import threads_card
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)  # torch would take both cores of the machine: the executor pins it
 
     result = run([threads_card()], profile="smoke", out=tmp_path, executor="process", workers=2, report=False)
     assert result.failed == 0

@@ -8,6 +8,7 @@ or sleep (``TINY_SLEEP``), to interrupt a run mid-way.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -75,15 +76,9 @@ def torch_threads(cell: Cell) -> dict[str, Any]:
 
 
 def threads_card() -> PaperCard:
-    prof = Profile(settings=({},), seeds=2)
-    claim = Claim(
-        id="T",
-        statement="torch runs one thread per worker",
-        metric="threads",
-        direction="lower",
-        method="here",
-        baselines=("one",),
-        run=torch_threads,
-        profiles={"smoke": prof, "quick": prof, "full": prof},
+    """The tiny card with its cell replaced by :func:`torch_threads` (two settings x two seeds)."""
+    card = tiny_card(seeds=2)
+    claim = dataclasses.replace(
+        card.claims[0], id="T", metric="threads", method="here", baselines=("one",), run=torch_threads
     )
-    return PaperCard("threads", "Threads", "stats", "api", "stats", (claim,))
+    return dataclasses.replace(card, slug="threads", claims=(claim,))
