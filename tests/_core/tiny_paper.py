@@ -2,11 +2,13 @@
 
 Claim: the mean of 4n draws of N(mu, 1) has a lower squared error than the mean of n draws. Exact truth:
 E[error^2] = 1/(4n) vs 1/n, so with enough seeds the claim reproduces; with ``min_effect`` far above the true
-effect it cannot. Settings can ask a cell to fail, or to wait for a file (to interrupt a run mid-way).
+effect it cannot. Settings can ask a cell to fail; the environment can make cells wait for a file (``TINY_GATE``)
+or sleep (``TINY_SLEEP``), to interrupt a run mid-way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -18,6 +20,8 @@ from icml26._core import Cell, Claim, PaperCard, Profile
 def run_mean(cell: Cell) -> dict[str, Any]:
     if cell.get("fail") and cell.seed == 1:
         raise RuntimeError("boom: this cell fails on purpose")
+    if pause := os.environ.get("TINY_SLEEP"):  # slow cells, to interrupt a parallel run mid-way
+        time.sleep(float(pause))
     if gate := os.environ.get("TINY_GATE"):
         while cell.seed >= 2 and not Path(gate).exists():  # block here until the test interrupts the run
             time.sleep(0.05)
@@ -61,3 +65,20 @@ def tiny_card(seeds: int = 6, min_effect: float = 0.0, fail: bool = False, slug:
             ),
         ),
     )
+
+
+def torch_threads(cell: Cell) -> dict[str, Any]:
+    """Reports how many intra-op threads torch has where the cell runs (the executor must pin it to one)."""
+    import torch
+
+    threads = float(torch.get_num_threads())
+    return {"metrics": {"here": {"threads": threads}, "one": {"threads": 1.0}}}
+
+
+def threads_card() -> PaperCard:
+    """The tiny card with its cell replaced by :func:`torch_threads` (two settings x two seeds)."""
+    card = tiny_card(seeds=2)
+    claim = dataclasses.replace(
+        card.claims[0], id="T", metric="threads", method="here", baselines=("one",), run=torch_threads
+    )
+    return dataclasses.replace(card, slug="threads", claims=(claim,))

@@ -15,11 +15,20 @@ A paper's ``reproduce.py`` needs only :class:`PaperCard`, :class:`Claim`, :class
               baselines=("baseline",), min_effect=0.01, run=run_c1,
               profiles={"smoke": Profile(seeds=2), "quick": Profile(seeds=5), "full": Profile(seeds=20)}),
     ))
+
+Importing this package stays cheap (no numpy): ``icml26 list`` and ``show`` load CARDs through it.
+:data:`VERDICTS` is resolved on first use, since the verdict rule pulls in numpy.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from icml26._core.claims import GROUPS, PROFILES, Cell, Claim, ClaimError, PaperCard, Profile, profiles
 from icml26._core.threads import single_torch_thread
-from icml26._core.verdict import VERDICTS
+
+if TYPE_CHECKING:
+    from icml26._core.verdict import VERDICTS
 
 __all__ = [
     "GROUPS",
@@ -33,3 +42,11 @@ __all__ = [
     "profiles",
     "single_torch_thread",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "VERDICTS":
+        from icml26._core.verdict import VERDICTS
+
+        return VERDICTS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

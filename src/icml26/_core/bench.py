@@ -92,6 +92,6 @@ def print_rows(rows: list[BenchRow]) -> None:
     for r in rows:
         print(
             f"{r.paper:<20} {r.workload:<40} {r.ours_name}: {r.ours:.4g} {r.unit}  "
-            f"{r.anchor_name}: {r.anchor:.4g} {r.unit}  ratio {r.ratio:.2f}x ({r.better} is better)"
+            f"{r.anchor_name}: {r.anchor:.4g} {r.unit}  ratio {r.ratio:.3g}x ({r.better} is better)"
             + (f"  [{r.notes}]" if r.notes else "")
         )
