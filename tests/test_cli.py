@@ -319,3 +319,10 @@ def test_a_local_ray_run_keeps_ray_logs_off_stderr(tmp_path):
     assert proc.returncode == 0, err
     foreign = [line for line in err.splitlines() if line and not line.startswith(("icml26: ", "["))]
     assert foreign == [], foreign
+
+
+def test_report_on_a_file_says_it_is_a_file(capsys, tmp_path):
+    card = tmp_path / "C1-full.json"
+    card.write_text("{}")
+    code, out, err = cli(capsys, "report", str(card))
+    assert code == 2 and out == "" and "is a file" in err and "no such folder" not in err
