@@ -8,7 +8,17 @@ from pathlib import Path
 import pytest
 
 from icml26.cli import main
-from icml26.registry import slugs
+from icml26.registry import is_implemented, slugs
+
+
+def planned_slug() -> str:
+    """A paper still planned (these tests need one; once all 28 are implemented they skip)."""
+    from icml26.registry import is_implemented, slugs
+
+    planned = [s for s in slugs() if not is_implemented(s)]
+    if not planned:
+        pytest.skip("every paper is implemented")
+    return planned[0]
 
 
 def cli(capsys, *args):
@@ -46,9 +56,10 @@ def heavy_modules(args):
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["list"], ["list", "--json"], ["show", "ace_gflownet"], ["show", "ace_gflownet", "--json"]]
+    "args", [["--help"], ["list"], ["list", "--json"], ["show", "PLANNED"], ["show", "PLANNED", "--json"]]
 )
 def test_help_list_and_show_import_nothing_heavy_not_even_numpy(args):
+    args = [planned_slug() if a == "PLANNED" else a for a in args]
     heavy, cpu = heavy_modules(args)
     assert heavy == set(), heavy
     assert cpu < 1.0, f"{args} took {cpu:.2f}s of CPU"  # about 0.3 s on the reference machine
@@ -220,13 +231,13 @@ def test_unknown_slug_is_rejected_before_out_is_created(capsys, tmp_path):
 
 
 def test_planned_paper_alone_runs_nothing_and_fails(capsys, tmp_path):
-    code, _, err = cli(capsys, "reproduce", "ace_gflownet", "--out", str(tmp_path))
+    code, _, err = cli(capsys, "reproduce", planned_slug(), "--out", str(tmp_path))
     assert code == 1
     assert "planned, not implemented yet" in err and "nothing to run" in err
 
 
 def test_workers_with_the_serial_executor_says_it_has_no_effect(capsys, tmp_path):
-    code, _, err = cli(capsys, "reproduce", "ace_gflownet", "--workers", "2", "--out", str(tmp_path))
+    code, _, err = cli(capsys, "reproduce", planned_slug(), "--workers", "2", "--out", str(tmp_path))
     assert code == 1 and "--workers 2 has no effect with the serial executor" in err
 
 
@@ -258,8 +269,10 @@ def test_show_json(capsys):
     assert {"id", "statement", "metric", "profiles"} <= set(claim)
     assert set(claim["profiles"]) == {"smoke", "quick", "full"}
     assert set(doc["declared_cost"]) == {"smoke", "quick", "full"}
-    code, out, _ = cli(capsys, "show", "ace_gflownet", "--json")
-    assert code == 0 and json.loads(out)["claims"] == [] and json.loads(out)["status"] == "planned"
+    planned = [s for s in slugs() if not is_implemented(s)]
+    if planned:
+        code, out, _ = cli(capsys, "show", planned[0], "--json")
+        assert code == 0 and json.loads(out)["claims"] == [] and json.loads(out)["status"] == "planned"
 
 
 def test_doctor_json(capsys):
