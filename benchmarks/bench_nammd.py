@@ -36,35 +36,39 @@ SIZES = {"tiny": ((200,), 5), "quick": ((1000,), 5), "full": ((2000, 3000), 7)} 
 ANCHOR = "official NAMMD formula, whole matrices (torch CPU)"
 
 
-def official_formula_torch(X: Any, Y: Any, bandwidth: float, epsilon: float) -> float:
-    """z of the NAMMD closeness test, the official code's way (see the module docstring)."""
-    import torch
+def official_formula(X: Any, Y: Any, bandwidth: float, epsilon: float, lib: Any) -> float:
+    """z of the NAMMD closeness test, the official code's way (see the module docstring), on torch tensors
+    (``lib=torch``, as the official code runs) or numpy arrays (``lib=numpy``)."""
+    cat = lib.cat if lib.__name__ == "torch" else lib.concatenate
 
     def sq_dists(a: Any, b: Any) -> Any:
-        d = (a**2).sum(1).view(-1, 1) + (b**2).sum(1).view(1, -1) - 2.0 * a @ b.T
+        d = (a**2).sum(1)[:, None] + (b**2).sum(1)[None, :] - 2.0 * a @ b.T
         d[d < 0] = 0
         return d
 
     m = X.shape[0]
-    kx, ky, kxy = (torch.exp(-sq_dists(a, b) / bandwidth**2) for a, b in ((X, X), (Y, Y), (X, Y)))
-    kxyxy = torch.cat((torch.cat((kx, kxy), 1), torch.cat((kxy.T, ky), 1)), 0)
-    xx = (kx.sum() - kx.diag().sum()) / (m * (m - 1))
-    yy = (ky.sum() - ky.diag().sum()) / (m * (m - 1))
-    xy = (kxy.sum() - kxy.diag().sum()) / (m * (m - 1))
+    kx, ky, kxy = (lib.exp(-sq_dists(a, b) / bandwidth**2) for a, b in ((X, X), (Y, Y), (X, Y)))
+    kxyxy = cat((cat((kx, kxy), 1), cat((kxy.T, ky), 1)), 0)
+    xx = (kx.sum() - kx.diagonal().sum()) / (m * (m - 1))
+    yy = (ky.sum() - ky.diagonal().sum()) / (m * (m - 1))
+    xy = (kxy.sum() - kxy.diagonal().sum()) / (m * (m - 1))
     mmd2, reg = xx - 2 * xy + yy, 4 - xx - yy
     ix, iy = np.arange(m), np.arange(m, 2 * m)
     kx, ky, kxy = kxyxy[np.ix_(ix, ix)], kxyxy[np.ix_(iy, iy)], kxyxy[np.ix_(ix, iy)]
-    e = torch.ones(m, dtype=X.dtype)
-    off = 1 - torch.eye(m, dtype=X.dtype)
+    e = lib.ones(m, dtype=X.dtype)
+    off = 1 - lib.eye(m, dtype=X.dtype)
     kx0, ky0 = kx * off, ky * off
     m3, m4 = m * (m - 1) * (m - 2), m * (m - 1) * (m - 2) * (m - 3)
     a, b, c = m**2 * (m - 1), m**2 * (m - 1) * (m - 2), m**2 * (m - 1) ** 2
+
+    def sq(v: Any) -> Any:  # squared Euclidean / Frobenius norm
+        return (v * v).sum()
 
     def xi(k: Any) -> Any:
-        rows, fro = torch.norm(k @ e) ** 2, torch.norm(k, p="fro") ** 2
-        return (rows - fro) / m3 - ((e @ k @ e) ** 2 - 4 * (rows + 2 * fro)) / m4
+        rows = sq(k @ e)
+        return (rows - sq(k)) / m3 - ((e @ k @ e) ** 2 - 4 * (rows + 2 * sq(k))) / m4
 
-    r2, c2, f = torch.norm(kxy @ e) ** 2, torch.norm(kxy.T @ e) ** 2, torch.norm(kxy, p="fro") ** 2
+    r2, c2, f = sq(kxy @ e), sq(kxy.T @ e), sq(kxy)
     t = ((e @ kxy @ e) ** 2 - c2 - r2 + f) / c
     ux, uy = e @ kx0 @ kxy @ e, e @ ky0 @ kxy.T @ e
     vx, vy = (e @ kx0 @ e) * (e @ kxy @ e) - 2 * ux, (e @ ky0 @ e) * (e @ kxy.T @ e) - 2 * uy
@@ -72,43 +76,7 @@ def official_formula_torch(X: Any, Y: Any, bandwidth: float, epsilon: float) -> 
     zeta1 = base + (r2 - f) / a + (c2 - f) / a - 2 * (ux + uy) / a + 2 * (vx + vy) / b
     zeta2 = base + 2 * f / m**2 - 4 * (ux + uy) / a + 4 * (vx + vy) / b
     var = 4 * (m - 2) / (m * (m - 1)) * zeta1 + 2 / (m * (m - 1)) * zeta2
-    return float((mmd2 / reg - epsilon) / torch.sqrt(var / reg**2))
-
-
-def official_formula_numpy(X: np.ndarray, Y: np.ndarray, bandwidth: float, epsilon: float) -> float:
-    """The same formula on numpy arrays (for the memory row: tracemalloc traces numpy's allocations)."""
-
-    def sq_dists(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.maximum((a**2).sum(1)[:, None] + (b**2).sum(1)[None, :] - 2.0 * a @ b.T, 0)
-
-    m = len(X)
-    kx, ky, kxy = (np.exp(-sq_dists(a, b) / bandwidth**2) for a, b in ((X, X), (Y, Y), (X, Y)))
-    kxyxy = np.block([[kx, kxy], [kxy.T, ky]])
-    xx = (kx.sum() - np.trace(kx)) / (m * (m - 1))
-    yy = (ky.sum() - np.trace(ky)) / (m * (m - 1))
-    xy = (kxy.sum() - np.trace(kxy)) / (m * (m - 1))
-    mmd2, reg = xx - 2 * xy + yy, 4 - xx - yy
-    ix, iy = np.arange(m), np.arange(m, 2 * m)
-    kx, ky, kxy = kxyxy[np.ix_(ix, ix)], kxyxy[np.ix_(iy, iy)], kxyxy[np.ix_(ix, iy)]
-    e = np.ones(m)
-    off = 1 - np.eye(m)
-    kx0, ky0 = kx * off, ky * off
-    m3, m4 = m * (m - 1) * (m - 2), m * (m - 1) * (m - 2) * (m - 3)
-    a, b, c = m**2 * (m - 1), m**2 * (m - 1) * (m - 2), m**2 * (m - 1) ** 2
-
-    def xi(k: np.ndarray) -> float:
-        rows, fro = np.linalg.norm(k @ e) ** 2, np.linalg.norm(k) ** 2
-        return float((rows - fro) / m3 - ((e @ k @ e) ** 2 - 4 * (rows + 2 * fro)) / m4)
-
-    r2, c2, f = np.linalg.norm(kxy @ e) ** 2, np.linalg.norm(kxy.T @ e) ** 2, np.linalg.norm(kxy) ** 2
-    t = ((e @ kxy @ e) ** 2 - c2 - r2 + f) / c
-    ux, uy = e @ kx0 @ kxy @ e, e @ ky0 @ kxy.T @ e
-    vx, vy = (e @ kx0 @ e) * (e @ kxy @ e) - 2 * ux, (e @ ky0 @ e) * (e @ kxy.T @ e) - 2 * uy
-    base = xi(kx0) + xi(ky0) - 2 * t
-    zeta1 = base + (r2 - f) / a + (c2 - f) / a - 2 * (ux + uy) / a + 2 * (vx + vy) / b
-    zeta2 = base + 2 * f / m**2 - 4 * (ux + uy) / a + 4 * (vx + vy) / b
-    var = 4 * (m - 2) / (m * (m - 1)) * zeta1 + 2 / (m * (m - 1)) * zeta2
-    return float((mmd2 / reg - epsilon) / np.sqrt(var / reg**2))
+    return float((mmd2 / reg - epsilon) / (var / reg**2) ** 0.5)
 
 
 def peak_mb(fn: Callable[[], object]) -> float:
@@ -130,21 +98,21 @@ def rows_at(m: int, repeat: int) -> list[BenchRow]:
     bw = float(np.sqrt(D))
     test = NAMMDClosenessTest(EPSILON, kernel=GaussianKernel(bw), variance="official")
     old = NAMMDClosenessTest(EPSILON, kernel=GaussianKernel(bw), variance="official", block=256)
-    z_ref = official_formula_torch(Xt, Yt, bw, EPSILON)
-    for z in (test.test(X, Y).statistic, test.test(Xt, Yt).statistic, official_formula_numpy(X, Y, bw, EPSILON)):
+    z_ref = official_formula(Xt, Yt, bw, EPSILON, torch)
+    for z in (test.test(X, Y).statistic, test.test(Xt, Yt).statistic, official_formula(X, Y, bw, EPSILON, np)):
         assert np.isclose(z, z_ref, rtol=1e-8), (z, z_ref)
     t = interleaved_medians(
         {
             "ours": lambda: test.test(X, Y),
             "ours_torch": lambda: test.test(Xt, Yt),
-            "anchor": lambda: official_formula_torch(Xt, Yt, bw, EPSILON),
+            "anchor": lambda: official_formula(Xt, Yt, bw, EPSILON, torch),
             "block256": lambda: old.test(X, Y),
         },
         repeat=repeat,
     )
     mem = {
         "ours": peak_mb(lambda: test.test(X, Y)),
-        "anchor": peak_mb(lambda: official_formula_numpy(X, Y, bw, EPSILON)),
+        "anchor": peak_mb(lambda: official_formula(X, Y, bw, EPSILON, np)),
     }
     block = auto_block(m)
     work = f"NAMMD test, official variance, m={m}, d={D}"
