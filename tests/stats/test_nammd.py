@@ -168,9 +168,9 @@ def test_official_variance_decides_like_ours_almost_always():
 
 
 def test_block_size_is_chosen_from_the_size():
-    assert auto_block(2000) == 2000  # whole matrices: the fastest at this size
-    assert auto_block(5000) == 2**22 // 5000
-    assert auto_block(200, batch=100) == 200 and auto_block(400, batch=100) == 104
+    assert auto_block(300) == 300  # whole matrices: the fastest for small samples
+    assert auto_block(2000) == 2**17 // 2000 == 65  # cache-sized row blocks: the fastest for large ones
+    assert auto_block(200, batch=100) == 200 and auto_block(400, batch=200) == 2**24 // (200 * 400)
     rng = np.random.default_rng(23)
     X, Y = rng.normal(size=(30, 2)), rng.normal(size=(30, 2))
     assert paired_stats(X, Y, K1).sum_h2 == pytest.approx(paired_stats(X, Y, K1, block=7).sum_h2, rel=1e-12)

@@ -417,14 +417,14 @@ BOUNDARY = profiles(
     quick=_boundary_settings((200,), 200, 150, (1.0, 0.7, 0.5), pair_b=True),
     full=_boundary_settings((100, 200, 400), 1000, 150, (1.0, 0.7, 0.5), pair_b=True),
     seeds=SEEDS,
-    cell_seconds=(0.05, 0.3, 1.7),
+    cell_seconds=(0.05, 0.35, 1.7),
 )
 MMD_BOUNDARY = profiles(
     smoke=_grid("gaussian", (1.0,), (0.0,), (100,), 50),
     quick=_boundary_settings((200,), 200, 150, (1.0,), pair_b=False),
     full=_boundary_settings((100, 200, 400), 1000, 150, (1.0,), pair_b=False),
     seeds=SEEDS,
-    cell_seconds=(0.05, 0.3, 1.8),
+    cell_seconds=(0.05, 0.6, 1.8),
 )
 _TYPE1 = dict(
     metric="rejection_rate",
@@ -478,14 +478,14 @@ SELECTED_POWER = profiles(
     quick=_grid("gaussian", (0.5,), (0.003, 0.005), (200,), 200),
     full=_grid("gaussian", (0.5, 0.7), SELECTED_GAPS, (200, 400), 1000),
     seeds=SEEDS,
-    cell_seconds=(0.1, 0.7, 4.5),
+    cell_seconds=(0.1, 0.4, 5.4),
 )
 SELECTED_BOUNDARY = profiles(
     smoke=_grid("gaussian", (1.0,), (0.0,), (100,), 50),
     quick=_grid("gaussian", (1.0, 0.5), (0.0,), (200,), 200),
     full=_grid("gaussian", (1.0, 0.7, 0.5), (0.0,), (200, 400), 1000),
     seeds=SEEDS,
-    cell_seconds=(0.1, 0.7, 4.5),
+    cell_seconds=(0.1, 0.4, 4.5),
 )
 
 # C2's protocol note: numbers from the exact population values (a unit test recomputes them).
@@ -536,7 +536,9 @@ CARD = PaperCard(
                 "data": (),
                 "revision": 1,
                 "notes": "margin 0.01 above alpha, fixed before any run; one selection per cell (seed) on m held-out "
-                "pairs, never tested",
+                "pairs, never tested. The quick profile (2 settings x 3 seeds x 200 draws) is too small to bound the "
+                "type-I error within the margin and comes out inconclusive; the full profile (24 cells x 1000 "
+                "draws) is the profile of record.",
             },
         ),
         Claim(
@@ -544,7 +546,7 @@ CARD = PaperCard(
             statement="NAMMD-based DCT has higher test power compared to MMD-based DCT "
             "(alternatives more concentrated than the boundary pair, same NAMMD gap).",
             min_effect=0.03,
-            profiles=_power_profiles("gaussian", (0.5, 0.7), GAPS, (200,), (100, 200, 400), (0.05, 0.25, 1.6)),
+            profiles=_power_profiles("gaussian", (0.5, 0.7), GAPS, (200,), (100, 200, 400), (0.05, 0.2, 1.6)),
             paper_figure="higher power than MMD-DCT (no number in the abstract)",
             notes=C2_NOTES,
             **_POWER,
@@ -554,7 +556,7 @@ CARD = PaperCard(
             statement="Control: with equal norms (alternatives shaped like the boundary pair) both tests agree.",
             test="equivalence",
             min_effect=0.02,
-            profiles=_power_profiles("gaussian", (1.0,), GAPS, (200,), (100, 200, 400), (0.05, 0.25, 1.6)),
+            profiles=_power_profiles("gaussian", (1.0,), GAPS, (200,), (100, 200, 400), (0.05, 0.2, 1.6)),
             paper_figure="no gain is expected when the norms are equal (control)",
             notes="equivalence margin: 2 points of power, fixed before any run",
             **_POWER,
@@ -569,12 +571,14 @@ CARD = PaperCard(
             notes="minimum effect: 3 points of power, fixed before any run (as C2). One selection per cell (seed) "
             "on m held-out pairs of the setting's pair at s0 = 1; the closeness problem is then set at the NAMMD "
             "test's kernel (epsilon fixed, the pairs re-solved), as the official script does after its selection. "
-            "The selected kernels are often wide (s0 up to the grid's top, about 9-13, against the data's scale "
-            "0.5-1; a pure location shift favours the near-linear kernel): there every norm is close to K, so the "
-            "boundary-to-alternative Reg ratio that NAMMD adapts to falls (s = 0.5: 1.2 at s0 = 1, 1.13 at s0 = 4, "
-            "1.03 at s0 = 9), and a fixed epsilon is easier to test, so C2's gaps saturate both tests; the gaps "
-            "here were fixed by the two tests' average power (about 0.2-0.7 at m = 200 in a pilot), blind to "
-            "their difference.",
+            "The selected kernels are wide (full run: NAMMD's s0 from 1.5 to 12, median 3.3, against the data's "
+            "scale 0.5-1; a location shift favours a near-linear kernel), and a fixed epsilon is easier to test "
+            "there, so C2's gaps saturate both tests; the gaps here were fixed by the two tests' average power "
+            "(about 0.2-0.7 at m = 200 in a pilot), blind to their difference. As in C2, part of the gain is built "
+            "into the protocol, more so at these small gaps: in 10 of the 64 full cells the alternative's MMD^2 at "
+            "the MMD test's kernel is at or below epsilon_mmd (inside MMD's null), and on average MMD's relative "
+            "excess over its threshold is 0.59 of NAMMD's (C2: 0.62). With the official closed-form variance, "
+            "which overestimates at wide kernels, both tests reject less (0.350 vs 0.279, recorded on the card).",
             **{**_POWER, "run": run_selected, "revision": 1},
         ),
         Claim(
@@ -582,7 +586,7 @@ CARD = PaperCard(
             statement="NAMMD-DCT has higher power than MMD-DCT on real images (weighted distributions over "
             "scikit-learn's digits, concentrated alternative, exact population values).",
             min_effect=0.03,
-            profiles=_power_profiles("digits", (), DIGIT_GAPS, (150,), (150, 300), (0.05, 0.25, 1.2)),
+            profiles=_power_profiles("digits", (), DIGIT_GAPS, (150,), (150, 300), (0.05, 0.15, 1.4)),
             paper_figure="higher power on real images (paper: MNIST/CIFAR; no number in the abstract)",
             data=("scikit-learn",),
             notes="minimum effect: 3 points of power, fixed before any run",
