@@ -56,6 +56,15 @@ class GaussianKernel:
     diag: float = 1.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.bandwidth, str):
+            # A kernel is a fixed function: a bandwidth fitted to whatever sample it meets would make the closeness
+            # threshold epsilon mean something different for every tested pair.
+            raise ValueError(
+                f"GaussianKernel takes a number, not {self.bandwidth!r}: fit the bandwidth on reference data that you "
+                "do not test, GaussianKernel.median(Z_ref) or select_bandwidth(X_ref, Y_ref)"
+            )
+        if isinstance(self.bandwidth, bool) or not isinstance(self.bandwidth, int | float | np.integer | np.floating):
+            raise TypeError(f"bandwidth must be a real number, got {type(self.bandwidth).__name__}")
         if not (np.isfinite(self.bandwidth) and self.bandwidth > 0):
             raise ValueError(f"bandwidth must be positive and finite, got {self.bandwidth!r}")
 
