@@ -17,6 +17,7 @@ Tasks (offline, from the ``gensim`` wheel's test data; see :func:`polarity_task`
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ __all__ = [
     "encode",
     "evaluate",
     "polarity_task",
+    "top_hidden",
     "top_logits",
     "train_top_lora",
 ]
@@ -129,16 +131,39 @@ def _llama(model: Any) -> Any:
     return inner.model
 
 
-def cache_hidden(model: Any, ids: torch.Tensor, n_top: int, batch: int = 32) -> torch.Tensor:
-    """Hidden states entering layer L − n_top (frozen below it), (N, T, d), computed once without gradients."""
+class _Stop(Exception):
+    """Raised by the pre-hook of the first adapted layer once its input is captured: the rest is not needed."""
+
+
+def cache_hidden(
+    model: Any, ids: torch.Tensor, n_top: int, batch: int = 32, lengths: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Hidden states entering layer L − n_top (frozen below it), (N, T, d), computed once without gradients and
+    without running the layers above. With ``lengths`` (the positions each example needs, e.g. its last query
+    position + 1) examples are batched by length and each batch is cut to its longest: causal attention makes
+    the kept positions independent of the cut ones (positions beyond a batch's longest are left at zero)."""
     llama = _llama(model)
-    index = len(llama.layers) - n_top
-    out = []
-    with torch.no_grad():
-        for start in range(0, ids.shape[0], batch):
-            hs = llama(input_ids=ids[start : start + batch], output_hidden_states=True).hidden_states
-            out.append(hs[index])
-    return torch.cat(out)
+    N, T = ids.shape
+    order = torch.argsort(lengths) if lengths is not None else torch.arange(N)
+    out = torch.zeros(N, T, llama.config.hidden_size)
+    captured: list[torch.Tensor] = []
+
+    def capture(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        captured.append(args[0] if args else kwargs["hidden_states"])
+        raise _Stop
+
+    handle = llama.layers[len(llama.layers) - n_top].register_forward_pre_hook(capture, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            for start in range(0, N, batch):
+                rows = order[start : start + batch]
+                width = int(lengths[rows].max()) if lengths is not None else T
+                with contextlib.suppress(_Stop):
+                    llama(input_ids=ids[rows, :width])
+                out[rows, :width] = captured.pop()
+    finally:
+        handle.remove()
+    return out
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -175,10 +200,11 @@ def _layer_at(layer: Any, h: torch.Tensor, query: torch.Tensor, cos: torch.Tenso
     return hq + layer.mlp(layer.post_attention_layernorm(hq))
 
 
-def top_logits(model: Any, hidden: torch.Tensor, task: EncodedTask, n_top: int) -> torch.Tensor:
-    """Logits at the query positions (B, Q, V) from hidden states entering layer L − n_top; V is the number of
-    candidates for a verbaliser task, else the vocabulary. Lower top layers run on every position."""
+def top_hidden(model: Any, hidden: torch.Tensor, task: EncodedTask, n_top: int) -> torch.Tensor:
+    """Final-norm hidden states at the query positions (B, Q, d) from hidden states entering layer L − n_top.
+    Lower top layers run on every position, the last one at the query positions only."""
     llama = _llama(model)
+    hidden = hidden[:, : int(task.query.max()) + 1]  # causal: later positions never reach a query
     B, T, _ = hidden.shape
     positions = torch.arange(T)[None]
     cos, sin = llama.rotary_emb(hidden, positions)
@@ -186,24 +212,35 @@ def top_logits(model: Any, hidden: torch.Tensor, task: EncodedTask, n_top: int) 
     every = positions.expand(B, T)
     for layer in llama.layers[len(llama.layers) - n_top : -1]:
         h = _layer_at(layer, h, every, cos, sin)
-    h = llama.norm(_layer_at(llama.layers[-1], h, task.query, cos, sin))
+    return llama.norm(_layer_at(llama.layers[-1], h, task.query, cos, sin))
+
+
+def _head(model: Any, task: EncodedTask) -> torch.Tensor:
+    """The output embedding rows scored: the verbaliser candidates', else the whole vocabulary's."""
     head = model.get_output_embeddings().weight
-    if task.candidates is not None:
-        head = head[task.candidates]
-    return h @ head.T
+    return head[task.candidates] if task.candidates is not None else head
 
 
-def _loss_and_hits(logits: torch.Tensor, task: EncodedTask) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy over real query slots, and per-example exact match (all slots argmax-correct)."""
-    ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), task.target, reduction="none")
-    loss = (ce * task.mask).sum() / task.mask.sum()
-    correct = (logits.argmax(-1) == task.target) | ~task.mask
+def top_logits(model: Any, hidden: torch.Tensor, task: EncodedTask, n_top: int) -> torch.Tensor:
+    """Logits at the query positions (B, Q, V) from hidden states entering layer L − n_top; V is the number of
+    candidates for a verbaliser task, else the vocabulary."""
+    return top_hidden(model, hidden, task, n_top) @ _head(model, task).T
+
+
+def _loss_and_hits(model: Any, h: torch.Tensor, task: EncodedTask) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over the real query slots, and per-example exact match (all real slots argmax-correct).
+    Logits are formed for the real slots only (padding slots would cost a vocabulary-sized product each)."""
+    logits = h[task.mask] @ _head(model, task).T
+    target = task.target[task.mask]
+    loss = torch.nn.functional.cross_entropy(logits, target)
+    correct = torch.ones_like(task.mask)
+    correct[task.mask] = logits.argmax(-1) == target
     return loss, correct.all(1)
 
 
 def evaluate(model: Any, hidden: torch.Tensor, task: EncodedTask, n_top: int) -> dict[str, float]:
     with torch.no_grad():
-        loss, hits = _loss_and_hits(top_logits(model, hidden, task, n_top), task)
+        loss, hits = _loss_and_hits(model, top_hidden(model, hidden, task, n_top), task)
     return {"loss": float(loss), "accuracy": float(hits.float().mean())}
 
 
@@ -234,7 +271,8 @@ def train_top_lora(
     curve = []
     for step in range(steps):
         index = order[step * batch : (step + 1) * batch]
-        loss, _ = _loss_and_hits(top_logits(model, hidden[index], task.subset(index), n_top), task.subset(index))
+        batch_task = task.subset(index)
+        loss, _ = _loss_and_hits(model, top_hidden(model, hidden[index], batch_task, n_top), batch_task)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -27,9 +27,14 @@ Minimum-coherence UNTF (:func:`untf`), the fast route (Strohmer & Heath 2003; Tr
    Each step costs O(n² r) (one float32 Gram), so r = 16, n = 4096 takes seconds (see the benchmark).
    The coherence reached is well above the Welch bound when n ≫ r(r+1)/2, where the bound is unattainable.
 
-Naive alternating projection (Tropp et al. 2005) on the n x n Gram, aimed at the Welch bound, costs an
-eigendecomposition O(n³) per step and degenerates when the bound is infeasible (n > r(r+1)/2): it is kept only
-as :func:`alternating_projection_gram` for the benchmark.
+**How close can a UNTF get?** Three lower bounds on the coherence of n unit vectors in R^r
+(:func:`coherence_bounds`): Welch (1974), μ ≥ √((n − r) / (r (n − 1))), attained only by ETFs; and, beyond the
+Gerzon bound n > r (r + 1) / 2 where no real ETF exists and Welch cannot be attained, the orthoplex (Rankin) bound
+μ ≥ 1/√r and the Levenshtein bound μ² ≥ (3n − r² − 2r) / ((r + 2)(n − r)) (attained, e.g., by the 120 lines of
+the E8 root system, r = 8, μ = 1/2). At LoRA's sizes (r = 8, n = 576) Levenshtein (0.539) is the binding one,
+far above Welch (0.351): :func:`frame_stats` reports all three and the ratio to the best. Tropp et al.'s
+alternating projection aimed at the Welch bound degenerates there (coherence → 1), which is why step 3 descends
+a frame potential instead.
 
 Ablations (not ETFs, never called so): :func:`simplex_rows`, reading (ii), the r rows form a regular simplex
 (A Aᵀ = r/(r−1) (I − 11ᵀ/r), rank r − 1); :func:`orthonormal_rows`, reading (iii), a degenerate tight frame.
@@ -41,11 +46,15 @@ References
 - J. A. Tropp, I. S. Dhillon, R. W. Heath, T. Strohmer, "Designing structured tight frames via an alternating
   projection method", IEEE Trans. IT, 2005.
 - J. J. Benedetto, M. Fickus, "Finite normalized tight frames", Adv. Comput. Math., 2003 (frame potential).
+- J. H. Conway, R. H. Hardin, N. J. A. Sloane, "Packing lines, planes, etc.", Experimental Math., 1996
+  (orthoplex bound); V. I. Levenshtein, "Bounds on the maximal cardinality of a code with bounded modulus of the
+  inner product", Soviet Math. Dokl., 1982.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from typing import Any, Literal
 
@@ -53,8 +62,8 @@ import torch
 
 __all__ = [
     "FrameKind",
-    "alternating_projection_gram",
     "coherence",
+    "coherence_bounds",
     "etf_matrix",
     "frame_stats",
     "gerzon_bound",
@@ -73,17 +82,61 @@ FRAME_KINDS: tuple[str, ...] = ("untf", "simplex", "orthogonal")
 
 
 # ------------------------------------------------------------------------------------------------ checks
-def _check_shape(r: int, n: int, min_r: int = 1) -> None:
-    if not (isinstance(r, int) and isinstance(n, int)):
-        raise TypeError(f"r and n must be integers, got r={r!r}, n={n!r}")
+def _as_int(value: Any, name: str) -> int:
+    """An integer argument (Python or numpy integer, or a 0-d integer array); anything else is a TypeError."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r}") from None
+
+
+def _check_shape(r: Any, n: Any, min_r: int = 1) -> tuple[int, int]:
+    r, n = _as_int(r, "r"), _as_int(n, "n")
     if r < min_r:
         raise ValueError(f"a frame of rank r={r} is degenerate here: need r >= {min_r}")
     if r > n:
         raise ValueError(f"no r x n frame with r={r} > n={n}: A Aᵀ would be singular (LoRA rank above in_features)")
+    return r, n
 
 
-def _generator(seed: int | None) -> torch.Generator:
+def _check_seed(seed: Any) -> int | None:
+    return None if seed is None else _as_int(seed, "seed")
+
+
+def as_frame(A: Any, name: str = "A") -> torch.Tensor:
+    """A as a float64 r x n tensor (torch tensors, numpy arrays and nested lists are accepted), or one clear
+    ValueError: not 2-d, empty, complex, not finite, or all zeros (no frame to measure)."""
+    if not isinstance(A, torch.Tensor):
+        try:
+            import numpy as np
+
+            A = torch.from_numpy(np.array(A, copy=True))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name} must be a real r x n matrix (tensor or array), got {type(A).__name__}") from exc
+    if A.is_complex():
+        raise ValueError(f"{name} must be real (the frames here are real), got dtype {A.dtype}")
+    if A.dtype == torch.bool or not (A.is_floating_point() or A.dtype in _INT_DTYPES):
+        raise ValueError(f"{name} must be a real numeric matrix, got dtype {A.dtype}")
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-d r x n matrix (rows of LoRA's A), got shape {tuple(A.shape)}")
+    if A.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(A.shape)})")
+    A = A.detach().to(torch.float64)
+    if not bool(torch.isfinite(A).all()):
+        raise ValueError(f"{name} has NaN or infinite entries")
+    if not bool(A.any()):
+        raise ValueError(f"{name} is all zeros: no frame to measure")
+    return A
+
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _generator(seed: Any) -> torch.Generator:
     gen = torch.Generator()
+    seed = _check_seed(seed)
     if seed is None:
         seed = int(torch.randint(0, 2**62, (1,)).item())  # follows torch.manual_seed, like PEFT's own inits
     gen.manual_seed(int(seed))
@@ -95,8 +148,16 @@ def _gaussian(r: int, n: int, gen: torch.Generator) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------------------ bounds
+def _check_bound_args(r: Any, n: Any) -> tuple[int, int]:
+    r, n = _as_int(r, "r"), _as_int(n, "n")
+    if r < 1 or n < 1:
+        raise ValueError(f"a bound on n unit vectors in R^r needs r >= 1 and n >= 1, got r={r}, n={n}")
+    return r, n
+
+
 def welch_bound(r: int, n: int) -> float:
     """Smallest possible coherence of n unit vectors in R^r: √((n − r) / (r (n − 1))) (0 when n ≤ r)."""
+    r, n = _check_bound_args(r, n)
     if n <= r:
         return 0.0
     return math.sqrt((n - r) / (r * (n - 1)))
@@ -104,14 +165,31 @@ def welch_bound(r: int, n: int) -> float:
 
 def gerzon_bound(r: int) -> int:
     """Largest n for which a real ETF of n vectors in R^r can exist: r (r + 1) / 2."""
+    r = _as_int(r, "r")
+    if r < 1:
+        raise ValueError(f"r must be >= 1, got {r}")
     return r * (r + 1) // 2
 
 
+def coherence_bounds(r: int, n: int) -> dict[str, float | None]:
+    """Lower bounds on the coherence of n unit vectors in R^r (real): ``welch``; beyond the Gerzon bound
+    (n > r(r+1)/2, where no real ETF exists) ``orthoplex`` 1/√r and ``levenshtein``
+    √((3n − r² − 2r) / ((r + 2)(n − r))), else None; ``best`` is the largest that applies."""
+    r, n = _check_bound_args(r, n)
+    welch = welch_bound(r, n)
+    orthoplex = levenshtein = None
+    if n > gerzon_bound(r):
+        orthoplex = 1.0 / math.sqrt(r)
+        levenshtein = math.sqrt((3 * n - r * r - 2 * r) / ((r + 2) * (n - r)))
+    best = max(b for b in (welch, orthoplex, levenshtein) if b is not None)
+    return {"welch": welch, "orthoplex": orthoplex, "levenshtein": levenshtein, "best": best}
+
+
 def coherence(A: torch.Tensor) -> float:
-    """max_{i≠j} |cos(a_i, a_j)| over the columns of A (zero columns are ignored)."""
-    A = A.detach().double()
+    """max_{i≠j} |cos(a_i, a_j)| over the columns of A (zero columns are ignored; 0 for fewer than two)."""
+    A = as_frame(A)
     norms = A.norm(dim=0)
-    keep = norms > 1e-12 * max(float(norms.max()), 1e-300)
+    keep = norms > 1e-12 * float(norms.max())
     U = A[:, keep] / norms[keep]
     if U.shape[1] < 2:
         return 0.0
@@ -154,7 +232,8 @@ def known_etf(r: int, n: int, seed: int | None = None) -> torch.Tensor | None:
     n = 2r with 2r − 1 a prime ≡ 1 (mod 4) (Gram I + C / √(2r − 1) for a Paley conference matrix C). The
     result is rotated by a seeded random orthogonal r x r matrix (rotations keep every frame property).
     """
-    _check_shape(r, n)
+    r, n = _check_shape(r, n)
+    seed = _check_seed(seed)
     if n == r:
         G = torch.eye(n, dtype=torch.float64)
     elif n == r + 1:
@@ -180,8 +259,10 @@ def _tight_and_norm_errors(A: torch.Tensor) -> tuple[float, float]:
 def project_to_untf(A: torch.Tensor, tol: float = 1e-9, max_iter: int = 500) -> torch.Tensor:
     """Project onto the UNTFs: alternate column normalisation and the polar projection √(n/r) U Vᵀ until
     ‖A Aᵀ − (n/r) I‖₂ and max_j |‖a_j‖ − 1| are both below ``tol`` (float64; ends on normalised columns)."""
+    A = as_frame(A)
     r, n = A.shape
-    A = A.double()
+    if r > n:
+        raise ValueError(f"no unit-norm tight frame of n={n} vectors in R^r with r={r} > n")
     scale = math.sqrt(n / r)
     for _ in range(max_iter):
         U, _, Vh = torch.linalg.svd(A, full_matrices=False)
@@ -201,7 +282,7 @@ def project_to_untf(A: torch.Tensor, tol: float = 1e-9, max_iter: int = 500) -> 
 
 def untf(r: int, n: int, seed: int | None = None, tol: float = 1e-9) -> torch.Tensor:
     """A unit-norm tight frame from a seeded Gaussian (step 2 of the module docstring), no coherence descent."""
-    _check_shape(r, n)
+    r, n = _check_shape(r, n)
     return project_to_untf(_gaussian(r, n, _generator(seed)), tol=tol)
 
 
@@ -227,6 +308,13 @@ def _polar_steps(X: torch.Tensor, steps: int) -> torch.Tensor:
     return X
 
 
+def _check_p(p: Any) -> int:
+    p = _as_int(p, "p")
+    if p < 4 or p & (p - 1):
+        raise ValueError(f"p must be a power of two >= 4, got {p}")
+    return p
+
+
 def minimise_coherence(
     A: torch.Tensor, iters: int = 100, p: int = 32, step: float = 0.3, shrink: float = 0.9, tol: float = 1e-9
 ) -> torch.Tensor:
@@ -238,9 +326,10 @@ def minimise_coherence(
     largest column norm), two polar/normalise rounds. The step shrinks by ``shrink`` whenever the coherence
     did not improve. ``p`` must be a power of two (the power is computed by repeated squaring).
     """
-    if p < 4 or p & (p - 1):
-        raise ValueError(f"p must be a power of two >= 4, got {p}")
-    X = project_to_untf(A, tol=tol).float()
+    p, iters = _check_p(p), _as_int(iters, "iters")
+    if iters < 0:
+        raise ValueError(f"iters must be >= 0, got {iters}")
+    X = project_to_untf(as_frame(A), tol=tol).float()
     best, best_mu = X, math.inf
     for _ in range(iters):
         mu, grad = _potential_gradient(X, p)
@@ -283,7 +372,7 @@ def _potential_gradient(X: torch.Tensor, p: int, block: int = 128) -> tuple[floa
 def simplex_rows(r: int, n: int, seed: int | None = None) -> torch.Tensor:
     """Reading (ii), an ablation: A = √(r/(r−1)) (I − 11ᵀ/r) Uᵀ with U (n x r) random orthonormal; the r rows
     are unit vectors with pairwise inner product −1/(r−1) (a regular simplex), so rank(A) = r − 1."""
-    _check_shape(r, n, min_r=2)
+    r, n = _check_shape(r, n, min_r=2)
     U = orthonormal_rows(r, n, seed).T
     centring = torch.eye(r, dtype=torch.float64) - 1.0 / r
     return math.sqrt(r / (r - 1)) * centring @ U.T
@@ -291,8 +380,8 @@ def simplex_rows(r: int, n: int, seed: int | None = None) -> torch.Tensor:
 
 def orthonormal_rows(r: int, n: int, seed: int | None = None) -> torch.Tensor:
     """Reading (iii), an ablation: r orthonormal rows (Haar-random), A Aᵀ = I; tight, columns not unit-norm."""
-    _check_shape(r, n)
-    Q, R = torch.linalg.qr(_gaussian(n, r, _generator(seed)))
+    r, n = _check_shape(r, n)
+    Q, R = torch.linalg.qr(_gaussian(n, r, _generator(_check_seed(seed))))
     return (Q * torch.sign(torch.diagonal(R))).T.contiguous()
 
 
@@ -309,12 +398,23 @@ def etf_matrix(
 
     - ``"untf"`` (the paper's reading): an exact ETF when :func:`known_etf` has one for (r, n), otherwise a UNTF
       with minimised coherence (``coherence_iters`` descent steps on the p-frame potential; 0 to skip).
-      Unit columns, A Aᵀ = (n/r) I. Check :func:`frame_stats` for the achieved coherence vs the Welch bound.
+      Unit columns, A Aᵀ = (n/r) I. :func:`frame_stats` gives the achieved coherence against the Welch bound and,
+      beyond r(r+1)/2 columns, the orthoplex and Levenshtein bounds.
     - ``"simplex"``: rows form a regular simplex (rank r − 1); ablation.
     - ``"orthogonal"``: orthonormal rows; ablation.
+
+    ``r``, ``n``, ``coherence_iters``, ``seed`` and ``p`` accept Python or numpy integers; a bad value (r < 2,
+    r > n, a negative ``coherence_iters``, ``p`` not a power of two, an unknown ``kind``) is one clear error.
     """
+    if kind not in FRAME_KINDS:
+        raise ValueError(f"kind must be one of {FRAME_KINDS}, got {kind!r}")
+    r, n = _check_shape(r, n, min_r=2)
+    coherence_iters, seed, p = _as_int(coherence_iters, "coherence_iters"), _check_seed(seed), _check_p(p)
+    if coherence_iters < 0:
+        raise ValueError(f"coherence_iters must be >= 0 (0 skips the coherence descent), got {coherence_iters}")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point and not dtype.is_complex):
+        raise ValueError(f"dtype must be a real floating torch dtype, got {dtype!r}")
     if kind == "untf":
-        _check_shape(r, n, min_r=2)
         A = known_etf(r, n, seed)
         if A is None:
             A = untf(r, n, seed)
@@ -322,42 +422,52 @@ def etf_matrix(
                 A = minimise_coherence(A, iters=coherence_iters, p=p)
     elif kind == "simplex":
         A = simplex_rows(r, n, seed)
-    elif kind == "orthogonal":
-        _check_shape(r, n, min_r=2)
-        A = orthonormal_rows(r, n, seed)
     else:
-        raise ValueError(f"kind must be one of {FRAME_KINDS}, got {kind!r}")
+        A = orthonormal_rows(r, n, seed)
     return A.to(dtype)
 
 
 # ------------------------------------------------------------------------------------------ diagnostics
-def frame_stats(A: torch.Tensor) -> dict[str, Any]:
-    """Frame properties of the columns of A (r x n), scale-free.
+def frame_stats(A: Any) -> dict[str, Any]:
+    """Frame properties of the columns of A (r x n; a tensor or an array), scale-free.
 
     - ``tightness_err``: ‖A Aᵀ − c I‖₂ / c with c = ‖A‖_F² / r (0 for a tight frame);
-    - ``column_norm_spread``: max ‖a_j‖ / min ‖a_j‖ − 1 (0 for equal-norm columns);
-    - ``coherence`` and ``welch_bound`` (coherence ≥ bound; equality iff an ETF), ``coherence_over_welch``;
-    - ``is_etf``: tight, equal-norm and coherence within 1e-6 of the bound;
+    - ``column_norm_spread``: max ‖a_j‖ / min ‖a_j‖ − 1 (0 for equal-norm columns; inf with a zero column);
+    - ``coherence`` against its lower bounds (:func:`coherence_bounds`): ``welch_bound`` (equality iff an ETF),
+      and for n > r(r+1)/2, where no real ETF exists and Welch is unattainable, ``orthoplex_bound`` and
+      ``levenshtein_bound`` (None below); ``coherence_bound`` is the largest that applies, and
+      ``coherence_over_welch`` / ``coherence_over_bound`` say how far A is from each (1 = optimal);
+    - ``is_etf``: tight, equal-norm and coherence within 1e-6 of the Welch bound;
     - ``rank`` and ``cond`` (σ_max / σ_min of A; inf when rank < r).
+
+    Raises ValueError for a matrix that is not 2-d, empty, complex, not finite or all zeros.
     """
-    A = A.detach().double()
+    A = as_frame(A)
     r, n = A.shape
     c = float((A * A).sum()) / r
-    tight = float(torch.linalg.matrix_norm(A @ A.T - c * torch.eye(r, dtype=A.dtype), ord=2)) / max(c, 1e-300)
+    tight = float(torch.linalg.matrix_norm(A @ A.T - c * torch.eye(r, dtype=A.dtype), ord=2)) / c
     norms = A.norm(dim=0)
-    spread = float(norms.max() / norms.min().clamp_min(1e-300)) - 1.0
+    spread = float(norms.max() / norms.min()) - 1.0 if bool(norms.min() > 0) else math.inf
     sv = torch.linalg.svdvals(A)
     rank = int((sv > sv[0] * 1e-10).sum())
-    mu, wb = coherence(A), welch_bound(r, n)
+    mu, bounds = coherence(A), coherence_bounds(r, n)
+
+    def ratio(bound: float) -> float:
+        return mu / bound if bound > 0 else (1.0 if mu < 1e-9 else math.inf)
+
     return {
         "r": r,
         "n": n,
         "tightness_err": tight,
         "column_norm_spread": spread,
         "coherence": mu,
-        "welch_bound": wb,
-        "coherence_over_welch": mu / wb if wb > 0 else (1.0 if mu < 1e-9 else math.inf),
-        "is_etf": bool(tight < 1e-6 and spread < 1e-6 and abs(mu - wb) < 1e-6),
+        "welch_bound": bounds["welch"],
+        "orthoplex_bound": bounds["orthoplex"],
+        "levenshtein_bound": bounds["levenshtein"],
+        "coherence_bound": bounds["best"],
+        "coherence_over_welch": ratio(bounds["welch"]),
+        "coherence_over_bound": ratio(bounds["best"]),
+        "is_etf": bool(tight < 1e-6 and spread < 1e-6 and abs(mu - bounds["welch"]) < 1e-6),
         "rank": rank,
         "cond": float(sv[0] / sv[-1]) if rank == r else math.inf,
     }
@@ -366,25 +476,7 @@ def frame_stats(A: torch.Tensor) -> dict[str, Any]:
 def subspace_projector(A: torch.Tensor) -> torch.Tensor:
     """P_A = Aᵀ (A Aᵀ)^† A (n x n): the orthogonal projector onto the row space of A, where LoRA's update
     B A lives. Computed from the SVD (robust for rank-deficient A such as the simplex reading)."""
-    A = A.detach().double()
+    A = as_frame(A)
     _, sv, Vh = torch.linalg.svd(A, full_matrices=False)
     V = Vh[sv > sv[0] * 1e-10].T
     return V @ V.T
-
-
-# --------------------------------------------------------------------------------------- naive anchor
-def alternating_projection_gram(r: int, n: int, iters: int = 50, seed: int | None = None) -> torch.Tensor:
-    """Tropp et al. (2005)-style alternating projection on the n x n Gram, aimed at the Welch bound: clip the
-    off-diagonal to |g| ≤ μ_W with a unit diagonal, then project to the nearest Gram of a UNTF (top r
-    eigenvectors, eigenvalues n/r). O(n³) per step; kept as the benchmark's naive anchor."""
-    _check_shape(r, n)
-    mu = welch_bound(r, n)
-    A = project_to_untf(_gaussian(r, n, _generator(seed)))
-    G = A.T @ A
-    for _ in range(iters):
-        H = G.clamp(-mu, mu)
-        H.fill_diagonal_(1.0)
-        _, vecs = torch.linalg.eigh(H)
-        V = vecs[:, -r:]
-        G = (n / r) * (V @ V.T)
-    return project_to_untf(_factor_gram(G, r))

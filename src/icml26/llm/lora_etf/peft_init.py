@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from icml26.llm.lora_etf.frames import FRAME_KINDS, etf_matrix, frame_stats
+from icml26.llm.lora_etf.frames import FRAME_KINDS, _as_int, _check_seed, etf_matrix, frame_stats
 
 __all__ = [
     "SIDECAR",
@@ -58,11 +59,11 @@ _RECORD = "_icml26_etf_init"  # attribute on the PEFT model: {adapter_name: reco
 
 def target_row_norm(n: int, r: int, scale: str | float = "match_kaiming") -> float:
     """The row norm every row of A gets: √(1/3) (PEFT default), √n / r (PEFT "gaussian") or ``scale``."""
-    if scale == "match_kaiming":
+    if isinstance(scale, str) and scale == "match_kaiming":
         return math.sqrt(1.0 / 3.0)
-    if scale == "match_gaussian":
+    if isinstance(scale, str) and scale == "match_gaussian":
         return math.sqrt(n) / r
-    if isinstance(scale, int | float) and not isinstance(scale, bool):
+    if isinstance(scale, numbers.Real) and not isinstance(scale, bool):
         if not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"a numeric scale is the target row norm and must be positive, got {scale}")
         return float(scale)
@@ -89,11 +90,16 @@ def lora_a_init(kind: str, r: int, n: int, seed: int, scale: str | float = "matc
     """One r x n LoRA A of any kind, rows at the common target norm (float64): a frame (``"untf"``,
     ``"simplex"``, ``"orthogonal"``) or a PEFT baseline (``"kaiming"``, ``"gaussian"``) rescaled to the same
     Frobenius norm, so that initialisations differ in shape only (the norm-matched comparison)."""
+    if kind not in (*FRAME_KINDS, "kaiming", "gaussian"):
+        raise ValueError(f"kind must be one of {(*FRAME_KINDS, 'kaiming', 'gaussian')}, got {kind!r}")
+    row_norm = target_row_norm(n, r, scale)
     if kind in FRAME_KINDS:
         A = etf_matrix(r, n, kind, seed=seed, dtype=torch.float64)
     else:
-        A = peft_default_lora_a(r, n, kind, torch.Generator().manual_seed(seed))
-    return scale_rows(A, target_row_norm(n, r, scale))
+        A = peft_default_lora_a(
+            _as_int(r, "r"), _as_int(n, "n"), kind, torch.Generator().manual_seed(_as_int(seed, "seed"))
+        )
+    return scale_rows(A, row_norm)
 
 
 def _is_peft_lora(peft_model: Any) -> bool:
@@ -150,9 +156,14 @@ def apply_etf_init(
     layers = list(lora_linear_layers(peft_model, adapter_name))
     if not layers:
         raise ValueError(f"adapter {adapter_name!r} has no Linear LoRA layer (embedding/conv LoRA is not supported)")
+    coherence_iters = _as_int(coherence_iters, "coherence_iters")
+    if coherence_iters < 0:
+        raise ValueError(f"coherence_iters must be >= 0 (0 skips the coherence descent), got {coherence_iters}")
+    target_row_norm(1, 1, scale)  # a bad scale fails here, before any layer is touched
+    seed = _check_seed(seed)
     if seed is None:
         seed = int(torch.randint(0, 2**62, (1,)).item())
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(seed)
     frames: dict[tuple[int, int], torch.Tensor] = {}
     stats: dict[str, dict[str, Any]] = {}
     with torch.no_grad():
