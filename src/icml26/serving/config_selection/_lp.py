@@ -14,6 +14,7 @@ import ctypes
 import os
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 from scipy.sparse import csc_array
@@ -26,11 +27,9 @@ try:  # the fast path; highspy is HiGHS's own binding
 except ImportError:  # pragma: no cover - exercised only where highspy is absent
     highspy = None
 
-__all__ = ["Basis", "LPError", "solve_lp"]
+__all__ = ["Basis", "LPError", "remap_basis", "solve_lp"]
 
-# A simplex basis as two lists of HiGHS status codes (0 lower, 1 basic, 2 upper, 3 zero, 4 nonbasic): the
-# caller may reorder and extend it between solves of growing LPs (``oracle.saddle_lp`` does).
-Basis = tuple[list[int], list[int]]
+Basis = Any  # an optimal simplex basis as HiGHS returns it (opaque here; see remap_basis)
 
 
 class LPError(RuntimeError):
@@ -61,9 +60,19 @@ def solve_lp(
 
 
 _SOLVERS = threading.local()
-_STATUS = (
-    [highspy.HighsBasisStatus(v) for v in range(5)] if highspy is not None else []
-)  # status code -> HiGHS enum, built once
+
+
+def remap_basis(basis: Basis, col_from: np.ndarray, row_from: np.ndarray) -> Basis:
+    """The basis of a grown LP: new column i takes old column ``col_from[i]``'s status (nonbasic at its lower
+    bound where -1), new row i old row ``row_from[i]``'s (basic where -1). Adding basic rows with nonbasic
+    columns keeps a basis a basis."""
+    cols, rows = basis.col_status, basis.row_status
+    lower, basic = highspy.HighsBasisStatus.kLower, highspy.HighsBasisStatus.kBasic
+    out = highspy.HighsBasis()
+    out.col_status = [cols[i] if i >= 0 else lower for i in col_from.tolist()]
+    out.row_status = [rows[i] if i >= 0 else basic for i in row_from.tolist()]
+    out.valid = True
+    return out
 
 
 def _highs():  # type: ignore[no-untyped-def]
@@ -109,23 +118,13 @@ def _solve_highspy(c, A, row_lo, row_hi, col_lo, col_hi, basis):  # type: ignore
     matrix.num_row_, matrix.num_col_ = A.shape
     matrix.start_, matrix.index_, matrix.value_ = A.indptr, A.indices, A.data
     h.passModel(lp)
-    if basis is not None:
-        start = highspy.HighsBasis()
-        start.col_status = [_STATUS[v] for v in basis[0]]
-        start.row_status = [_STATUS[v] for v in basis[1]]
-        start.valid = True
-        if h.setBasis(start) != highspy.HighsStatus.kOk:  # not a basis of this LP: solve cold
-            h.clearSolver()
+    if basis is not None and h.setBasis(basis) != highspy.HighsStatus.kOk:  # not a basis of this LP: solve cold
+        h.clearSolver()
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise LPError(f"LP solver failed: {h.modelStatusToString(h.getModelStatus())}")
-    sol, end = h.getSolution(), h.getBasis()
-    return (
-        float(h.getInfo().objective_function_value),
-        np.array(sol.col_value),
-        np.array(sol.row_dual),
-        ([int(v) for v in end.col_status], [int(v) for v in end.row_status]),
-    )
+    sol = h.getSolution()
+    return h.getObjectiveValue(), np.array(sol.col_value), np.array(sol.row_dual), h.getBasis()
 
 
 def _solve_scipy(c, A, row_lo, row_hi, col_lo, col_hi):  # type: ignore[no-untyped-def]

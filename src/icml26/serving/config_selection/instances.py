@@ -46,8 +46,32 @@ class RequestDist(Protocol):
         ...
 
 
+class _TypeTable:
+    """What a law made of request types shares: ``probs`` (J,), ``rewards`` (J,), ``consumptions`` (J, d)."""
+
+    probs: np.ndarray
+    rewards: np.ndarray
+    consumptions: np.ndarray
+
+    @property
+    def n_types(self) -> int:
+        return self.probs.size
+
+    @property
+    def dim(self) -> int:
+        return self.consumptions.shape[1]
+
+    @property
+    def a_max(self) -> float:
+        return float(self.consumptions.max())
+
+    def types_of(self, u: np.ndarray) -> np.ndarray:
+        """Inverse-CDF type index of each uniform in u."""
+        return np.minimum(np.searchsorted(np.cumsum(self.probs), u, side="right"), self.n_types - 1)
+
+
 @dataclass(frozen=True, eq=False)
-class DiscreteRequestDist:
+class DiscreteRequestDist(_TypeTable):
     """Requests of J types: type j has probability ``probs[j]``, reward ``rewards[j]`` and consumption
     ``consumptions[j]`` (a vector over the d resources)."""
 
@@ -76,24 +100,8 @@ class DiscreteRequestDist:
             object.__setattr__(self, name, value)
 
     @property
-    def n_types(self) -> int:
-        return self.probs.size
-
-    @property
-    def dim(self) -> int:
-        return self.consumptions.shape[1]
-
-    @property
     def r_max(self) -> float:
         return float(self.rewards.max())
-
-    @property
-    def a_max(self) -> float:
-        return float(self.consumptions.max())
-
-    def types_of(self, u: np.ndarray) -> np.ndarray:
-        """Inverse-CDF type index of each uniform in u."""
-        return np.minimum(np.searchsorted(np.cumsum(self.probs), u, side="right"), self.n_types - 1)
 
     def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         j = self.types_of(u)
@@ -113,7 +121,7 @@ class DiscreteRequestDist:
         return np.asarray((self.probs * accept) @ self.consumptions)
 
 
-class JitteredRequestDist:
+class JitteredRequestDist(_TypeTable):
     """An atomless request law with an exact oracle: type j (probability ``probs[j]``) consumes ``consumptions[j]``
     and pays a reward uniform on ``rewards[j] +- half_width``.
 
@@ -133,23 +141,11 @@ class JitteredRequestDist:
         self.half_width = float(half_width)
 
     @property
-    def n_types(self) -> int:
-        return self.probs.size
-
-    @property
-    def dim(self) -> int:
-        return self.consumptions.shape[1]
-
-    @property
     def r_max(self) -> float:
         return float(self.rewards.max() + self.half_width)
 
-    @property
-    def a_max(self) -> float:
-        return float(self.consumptions.max())
-
     def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        j = np.minimum(np.searchsorted(np.cumsum(self.probs), u, side="right"), self.n_types - 1)
+        j = self.types_of(u)
         return self.rewards[j] + self.half_width * rng.uniform(-1.0, 1.0, len(u)), self.consumptions[j]
 
     def _above(self, p: ArrayLike) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csc_array
 
-from icml26.serving.config_selection._lp import Basis, solve_lp
+from icml26.serving.config_selection._lp import Basis, remap_basis, solve_lp
 from icml26.serving.config_selection.instances import DiscreteRequestDist, Instance, JitteredRequestDist
 
 CERTIFICATE_TOL = 1e-7  # primal-dual gap accepted from the smooth solver (recorded: ~1e-9 on the atomless instance)
@@ -211,16 +211,20 @@ class SaddleWarmStart:
     def extend(self, sizes: np.ndarray, d: int, K: int) -> Basis | None:
         if self.basis is None or self.sizes is None or self.sizes.size != sizes.size or np.any(sizes < self.sizes):
             return None
-        cols, rows = self.basis
+        if np.array_equal(sizes, self.sizes):
+            return self.basis
+        # columns p, z, then one slack per type; rows one hinge per type, then the K epigraph rows
         old_off = np.concatenate([[0], np.cumsum(self.sizes)])
-        new_off = np.concatenate([[0], np.cumsum(sizes)])
-        kept_old = np.concatenate([old_off[g] + np.arange(n) for g, n in enumerate(self.sizes)]).astype(int)
-        kept_new = np.concatenate([new_off[g] + np.arange(n) for g, n in enumerate(self.sizes)]).astype(int)
-        n_s = int(sizes.sum())
-        s_cols, hinge_rows = np.zeros(n_s, int), np.ones(n_s, int)  # new types: slack at 0, hinge row basic
-        s_cols[kept_new] = np.asarray(cols[d + 1 :])[kept_old]
-        hinge_rows[kept_new] = np.asarray(rows[: len(rows) - K])[kept_old]
-        return [*cols[: d + 1], *s_cols.tolist()], [*hinge_rows.tolist(), *rows[len(rows) - K :]]
+        type_from = np.concatenate(
+            [
+                np.where(np.arange(n) < m, old_off[g] + np.arange(n), -1)
+                for g, (n, m) in enumerate(zip(sizes, self.sizes, strict=True))
+            ]
+        )
+        n_old = int(self.sizes.sum())
+        col_from = np.concatenate([np.arange(d + 1), np.where(type_from >= 0, d + 1 + type_from, -1)])
+        row_from = np.concatenate([type_from, n_old + np.arange(K)])
+        return remap_basis(self.basis, col_from, row_from)
 
 
 def saddle_lp(
