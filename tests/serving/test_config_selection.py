@@ -60,6 +60,15 @@ def test_gap_optimum_accepts_one_type_fractionally_at_its_price():
     k, j = fractional[0]
     assert inst.dists[k].rewards[j] == pytest.approx(inst.dists[k].consumptions[j] @ sol.p, abs=1e-9)
 
+    def threshold_use(w):  # accepting the tied type in full, as r >= p.a does
+        return sum(
+            wk * (d.probs * (d.rewards >= d.consumptions @ sol.p - 1e-9)) @ d.consumptions
+            for wk, d in zip(w, inst.dists, strict=True)
+        )
+
+    np.testing.assert_allclose(threshold_use(sol.w), [0.21166667, 0.20083333], atol=1e-8)  # 5.8% over on r1
+    np.testing.assert_allclose(threshold_use([0.5, 0.5, 0.0]), [0.20625, 0.20625], atol=1e-8)  # uniform: 3.1%
+
 
 def test_jittered_surplus_and_its_gradient_in_closed_form():
     dist = atomless_gap_instance().dists[0]
