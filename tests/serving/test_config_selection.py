@@ -310,6 +310,17 @@ def test_warm_start_only_observes_and_the_mixture_comes_from_the_lp():
     assert abs(policy.w[0] - policy.w[1]) > 1e-3
 
 
+@pytest.mark.parametrize("name", ["greedy", "random_olp_remaining", "primal_dual", "fixed_best"])
+def test_the_units_of_rewards_do_not_change_decisions(name):
+    """Rewards in other units (x 100, x 0.01): the same decisions, the reward in the new units."""
+    base, T = gap_instance(), 800
+    rewards = []
+    for scale in (1.0, 100.0, 0.01):
+        inst = Instance([DiscreteRequestDist(d.probs, d.rewards * scale, d.consumptions) for d in base.dists], base.b)
+        rewards.append(run_policy(TwoLayerEnv(inst, T, 2), make_policy(name, inst, T, seed=2)).reward / scale)
+    np.testing.assert_allclose(rewards, rewards[0], rtol=1e-9)
+
+
 def test_defaults_are_the_papers_rule_and_the_official_tie_break_is_uniform():
     inst = gap_instance()
     policy = SPUCBOLP(inst.K, inst.b, 1000, inst.r_max, inst.a_max)
@@ -407,6 +418,7 @@ def test_k_sweep_instances_keep_the_mixing_optimum():
         (lambda: JitteredRequestDist([1.0], [0.5], [[1.0]], 0.1).to_discrete(0), "n must be"),
         (lambda: minmax_dual(gap_instance(), p_max=float("nan")), "p_max must be"),
         (lambda: fluid_oracle(gap_instance(), fixed=True), "fixed must be"),
+        (lambda: make_policy("primal_dual", gap_instance(), 100, eta=0.0), "eta must be"),
     ],
 )
 def test_bad_input_gives_clear_errors(call, match):

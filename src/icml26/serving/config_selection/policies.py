@@ -211,6 +211,8 @@ class SPUCBOLP(_ResolvingPolicy):
     ``SPUCBOLP(K, b, T, r_max, a_max)`` is the paper's rule: static budget (1 - eps) b and the saddle point's
     mixture. ``mixture="uniform"`` is the official code's tie-break; ``budget="remaining"`` is our variant.
     ``resolution`` snaps continuous requests to a grid (bounded LP); leave it None for discrete requests.
+    The paper's P_max = R_max / min(b) + 1 enters the bonus's log term, so with alpha > 0 a change of the units of
+    r changes the bonus slightly (alpha = 0, Greedy, acts the same in any units).
     """
 
     name = "sp_ucb_olp"
@@ -349,17 +351,33 @@ class UCBNoAdmission:
 
 
 class PrimalDualOLP:
-    """Dual subgradient prices (p <- [p + eta (a x - b)]_0^P_max, eta = 1/sqrt(T)), configuration by UCB on the
-    empirical Lagrangian surplus g^_theta(p); accept iff r > p.a and the request fits."""
+    """Dual subgradient prices p <- [p + eta (a x - b)]_0^P_max, configuration by UCB on the empirical Lagrangian
+    surplus g^_theta(p); accept iff r > p.a and the request fits.
+
+    The step defaults to eta = R_max / (A_max^2 sqrt(T)) (ours): a price is reward per unit of consumption, so the
+    step scales with R_max / A_max^2 and the policy acts the same whatever the units of r and a.
+    """
 
     name = "primal_dual"
 
-    def __init__(self, K: int, b: Any, T: int, r_max: float, seed: int = 0, resolution: float | None = None) -> None:
+    def __init__(
+        self,
+        K: int,
+        b: Any,
+        T: int,
+        r_max: float,
+        a_max: float = 1.0,
+        seed: int = 0,
+        resolution: float | None = None,
+        eta: float | None = None,
+    ) -> None:
         self.K, self.T = check_int("K", K, 1), check_int("T", T, 1)
         self.b, self.r_max = check_budget_vector(b), check_real("r_max", r_max, 0.0, strict=True)
+        a_max = check_real("a_max", a_max, 0.0, strict=True)
         self.samples = [TypeCounts(self.b.size, resolution) for _ in range(self.K)]
         self.p = np.zeros(self.b.size)
-        self.eta = 1.0 / math.sqrt(self.T)
+        default = self.r_max / (a_max**2 * math.sqrt(self.T))
+        self.eta = default if eta is None else check_real("eta", eta, 0.0, strict=True)
         self.p_max = self.r_max / float(self.b.min()) + 1.0
 
     def select_config(self, t: int) -> int:
@@ -409,5 +427,5 @@ def make_policy(name: str, instance: Instance, T: int, seed: int = 0, **kw: Any)
     if name == "ucb_no_admission":
         return UCBNoAdmission(K, r_max, seed=seed)
     if name == "primal_dual":
-        return PrimalDualOLP(K, b, T, r_max, seed=seed, resolution=kw.get("resolution"))
+        return PrimalDualOLP(K, b, T, r_max, a_max, seed=seed, resolution=kw.get("resolution"), eta=kw.get("eta"))
     raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")

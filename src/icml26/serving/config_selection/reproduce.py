@@ -30,7 +30,7 @@ from typing import Any
 
 from icml26._core import Cell, Claim, PaperCard, profiles
 
-REVISION = 2  # 2: paper's rule as the default, same budget rule for every arm, atomless instance, faster LP
+REVISION = 3  # 2: paper's rule as the default, same budget rule for every arm, atomless instance; 3: unit-free PD step
 METHOD = "sp_ucb_olp"  # the paper's rule
 UNIFORM = "sp_ucb_olp_uniform"  # the official code's mixture
 OURS = "sp_ucb_olp_remaining"  # our remaining-budget variant
