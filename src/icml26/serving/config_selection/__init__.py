@@ -28,9 +28,10 @@ every sample). The official code solves the saddle problem by L-BFGS-B; we solve
 warm-started from the previous basis).
 
 Baselines with the same interface: Greedy (alpha = 0), the best fixed configuration with its fluid-optimal
-admission, UCB without admission control, a primal-dual (dual subgradient) online LP, and a random configuration
-with online-LP prices; ``make_policy(name, ...)`` builds any of them, ``"<name>_remaining"`` on our budget rule.
-``simulate`` runs them on common random numbers and checks the budget every period.
+admission, UCB without admission control, a primal-dual (dual subgradient) online LP (step R_max / (A_max^2 sqrt T),
+ours, so that it acts the same in any units), and a random configuration with online-LP prices;
+``make_policy(name, ...)`` builds any of them, ``"<name>_remaining"`` on our budget rule. ``simulate`` runs them
+on common random numbers and checks the budget every period.
 
     >>> from icml26.serving.config_selection import SPUCBOLP, TwoLayerEnv, gap_instance, run_policy
     >>> inst = gap_instance()
