@@ -7,6 +7,7 @@ Carlo error in the benchmark, which would swamp a sqrt(T) regret).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,8 +19,10 @@ __all__ = [
     "ContinuousRequestDist",
     "DiscreteRequestDist",
     "Instance",
+    "JitteredRequestDist",
     "RequestDist",
     "alibaba_like_instance",
+    "atomless_gap_instance",
     "gap_instance",
     "k_sweep_instance",
     "random_instance",
@@ -43,8 +46,32 @@ class RequestDist(Protocol):
         ...
 
 
+class _TypeTable:
+    """What a law made of request types shares: ``probs`` (J,), ``rewards`` (J,), ``consumptions`` (J, d)."""
+
+    probs: np.ndarray
+    rewards: np.ndarray
+    consumptions: np.ndarray
+
+    @property
+    def n_types(self) -> int:
+        return self.probs.size
+
+    @property
+    def dim(self) -> int:
+        return self.consumptions.shape[1]
+
+    @property
+    def a_max(self) -> float:
+        return float(self.consumptions.max())
+
+    def types_of(self, u: np.ndarray) -> np.ndarray:
+        """Inverse-CDF type index of each uniform in u."""
+        return np.minimum(np.searchsorted(np.cumsum(self.probs), u, side="right"), self.n_types - 1)
+
+
 @dataclass(frozen=True, eq=False)
-class DiscreteRequestDist:
+class DiscreteRequestDist(_TypeTable):
     """Requests of J types: type j has probability ``probs[j]``, reward ``rewards[j]`` and consumption
     ``consumptions[j]`` (a vector over the d resources)."""
 
@@ -73,24 +100,8 @@ class DiscreteRequestDist:
             object.__setattr__(self, name, value)
 
     @property
-    def n_types(self) -> int:
-        return self.probs.size
-
-    @property
-    def dim(self) -> int:
-        return self.consumptions.shape[1]
-
-    @property
     def r_max(self) -> float:
         return float(self.rewards.max())
-
-    @property
-    def a_max(self) -> float:
-        return float(self.consumptions.max())
-
-    def types_of(self, u: np.ndarray) -> np.ndarray:
-        """Inverse-CDF type index of each uniform in u."""
-        return np.minimum(np.searchsorted(np.cumsum(self.probs), u, side="right"), self.n_types - 1)
 
     def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         j = self.types_of(u)
@@ -108,6 +119,73 @@ class DiscreteRequestDist:
         """h(p) = E[a 1{r > p.a}]: expected consumption when accepting exactly the requests worth their price."""
         accept = self.rewards > self.consumptions @ np.asarray(p, float)
         return np.asarray((self.probs * accept) @ self.consumptions)
+
+
+class JitteredRequestDist(_TypeTable):
+    """An atomless request law with an exact oracle: type j (probability ``probs[j]``) consumes ``consumptions[j]``
+    and pays a reward uniform on ``rewards[j] +- half_width``.
+
+    No reward value has positive mass, so a threshold rule r >= p.a accepts exactly the fluid optimum's requests
+    (there is no fractional type at the price). Its surplus g(p) = sum_j pi_j E[(R_j - c_j)^+], c_j = a_j.p, is
+    piecewise quadratic and C^1, with gradient -h(p): the fluid problem is a smooth convex program
+    (``oracle.fluid_oracle`` solves it and certifies the value by the primal-dual gap).
+    """
+
+    def __init__(self, probs: ArrayLike, rewards: ArrayLike, consumptions: ArrayLike, half_width: float) -> None:
+        centre = DiscreteRequestDist(probs, rewards, consumptions)  # validates shapes, probabilities and signs
+        if not (isinstance(half_width, int | float | np.floating) and math.isfinite(half_width) and half_width > 0):
+            raise ValueError(f"half_width must be a positive finite number, got {half_width!r}")
+        if np.any(centre.rewards - half_width < 0):
+            raise ValueError("rewards - half_width must be nonnegative (rewards are nonnegative)")
+        self.probs, self.rewards, self.consumptions = centre.probs, centre.rewards, centre.consumptions
+        self.half_width = float(half_width)
+
+    @property
+    def r_max(self) -> float:
+        return float(self.rewards.max() + self.half_width)
+
+    def draw(self, u: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        j = self.types_of(u)
+        return self.rewards[j] + self.half_width * rng.uniform(-1.0, 1.0, len(u)), self.consumptions[j]
+
+    def _above(self, p: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """Per type: P(R_j > c_j) and the clipped threshold m_j = clip(c_j, lo_j, hi_j)."""
+        lo, hi = self.rewards - self.half_width, self.rewards + self.half_width
+        m = np.clip(self.consumptions @ np.asarray(p, float), lo, hi)
+        return (hi - m) / (hi - lo), m
+
+    def surplus(self, p: ArrayLike) -> float:
+        """g(p) = E[(r - p.a)^+] in closed form."""
+        c = self.consumptions @ np.asarray(p, float)
+        lo, hi = self.rewards - self.half_width, self.rewards + self.half_width
+        per_type = (np.maximum(hi - c, 0.0) ** 2 - np.maximum(lo - c, 0.0) ** 2) / (2 * (hi - lo))
+        return float(self.probs @ per_type)
+
+    def acceptance(self, p: ArrayLike) -> np.ndarray:
+        """P(r > p.a | type j) for every type."""
+        return self._above(p)[0]
+
+    def threshold_consumption(self, p: ArrayLike) -> np.ndarray:
+        """h(p) = E[a 1{r > p.a}] = -grad g(p)."""
+        return np.asarray((self.probs * self.acceptance(p)) @ self.consumptions)
+
+    def threshold_reward(self, p: ArrayLike) -> float:
+        """E[r 1{r > p.a}]: the reward of the threshold rule at prices p."""
+        prob, m = self._above(p)
+        hi = self.rewards + self.half_width
+        return float(self.probs @ (prob * (hi + m) / 2))
+
+    def to_discrete(self, n: int, seed: int = 0) -> DiscreteRequestDist:
+        """Each type split into n equiprobable subtypes at the midpoints of n equal reward cells (deterministic;
+        ``seed`` is ignored): an LP whose value converges to the exact one at rate 1/n^2."""
+        if not isinstance(n, int | np.integer) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        offsets = self.half_width * ((2 * np.arange(n) + 1) / n - 1)
+        return DiscreteRequestDist(
+            np.repeat(self.probs / n, n),
+            (self.rewards[:, None] + offsets[None, :]).ravel(),
+            np.repeat(self.consumptions, n, axis=0),
+        )
 
 
 class ContinuousRequestDist:
@@ -198,12 +276,17 @@ class Instance:
     def is_discrete(self) -> bool:
         return all(isinstance(dist, DiscreteRequestDist) for dist in self.dists)
 
+    @property
+    def is_jittered(self) -> bool:
+        """Every configuration atomless with a closed-form surplus (the smooth exact oracle applies)."""
+        return all(isinstance(dist, JitteredRequestDist) for dist in self.dists)
+
     def discrete(self) -> tuple[DiscreteRequestDist, ...]:
         """The distributions as discrete types, or a clear error (the exact oracle needs them)."""
         if not self.is_discrete:
             raise ValueError(
-                "the exact fluid oracle needs discrete request types; use instance.discretized(n) for an "
-                "approximate (Monte Carlo) one"
+                "this needs discrete request types (the exact fluid oracle also takes all-JitteredRequestDist "
+                "instances); use instance.discretized(n) for an approximate one"
             )
         return self.dists  # type: ignore[return-value]
 
@@ -250,6 +333,15 @@ def k_sweep_instance(K: int) -> Instance:
         factor = 0.97 - 0.12 * (k / max(1, K - 3))
         decoys.append(_types([(r * factor, a1, a2) for r, a1, a2 in _THETA2]))
     return Instance([*base, *decoys], [0.2, 0.2])
+
+
+def atomless_gap_instance(half_width: float = 0.03) -> Instance:
+    """The gap instance with every reward spread uniformly over +- ``half_width``: the same consumptions, types
+    and (to first order) values, but no atom at the fluid price, which a threshold admission rule can realise."""
+    return Instance(
+        [JitteredRequestDist(d.probs, d.rewards, d.consumptions, half_width) for d in gap_instance().dists],
+        [0.2, 0.2],
+    )
 
 
 def random_instance(K: int, d: int, J: int, rng: np.random.Generator, budget: float = 0.25) -> Instance:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml26.serving.config_selection._checks import check_int
 from icml26.serving.config_selection.instances import Instance
 from icml26.serving.config_selection.policies import Policy
 
@@ -30,10 +31,10 @@ class TwoLayerEnv:
     """
 
     def __init__(self, instance: Instance, T: int, seed: int) -> None:
-        if T < 1:
-            raise ValueError(f"T must be >= 1, got {T}")
-        self.instance, self.T = instance, T
-        rng = np.random.default_rng(seed)
+        if not isinstance(instance, Instance):
+            raise ValueError(f"instance must be an Instance, got {type(instance).__name__}")
+        self.instance, self.T = instance, check_int("T", T, 1)
+        rng = np.random.default_rng(check_int("seed", seed, 0))
         u = rng.random(T)  # discrete configurations: the same uniform u_t picks every configuration's type
         self.admit_u = rng.random(T)
         streams = rng.spawn(instance.K)  # continuous configurations: one generator each
