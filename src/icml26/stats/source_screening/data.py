@@ -38,7 +38,8 @@ class SharedSubspaceData:
 
 
 def head_counts(n_sources: int, fractions: Any) -> np.ndarray:
-    """How many of ``n_sources`` heads lie on each axis: largest-remainder rounding of ``fractions * T``."""
+    """How many of ``n_sources`` heads lie on each axis: largest-remainder rounding of ``fractions * T`` (a tie
+    goes to the lower axis)."""
     f = np.asarray(fractions, dtype=np.float64)
     if f.ndim != 1 or f.size == 0 or np.any(f < 0) or not np.isclose(f.sum(), 1.0):
         raise ValueError(f"head_fractions must be k non-negative numbers summing to 1, got {fractions!r}")

@@ -26,12 +26,15 @@ METHODS = ("mom", "altmin")
 INITS = ("mom", "random")
 
 
-def design_warning(src: SourceArrays, method: str) -> str | None:
+def design_warning(src: SourceArrays, method: str, gram: np.ndarray | None = None) -> str | None:
     """A message when the pooled design is far from the centred isotropic x ~ N(0, I) the method assumes
-    (far beyond sampling error), else None. MoM needs isotropy; least squares (AltMin) needs only centring."""
+    (far beyond sampling error), else None. MoM needs isotropy; least squares (AltMin) needs only centring.
+    ``gram``: the per-source X_t^T X_t (T, d, d) when already computed."""
     N, d = src.n_total, src.n_features
     mean = src.X.sum(axis=(0, 1)) / N
-    second = np.einsum("tni,tnj->ij", src.X, src.X, optimize=True) / N
+    if gram is None:
+        gram = source_moments(src)[0]
+    second = gram.sum(axis=0) / N
     vals = np.linalg.eigvalsh(second)
     spread = np.sqrt(max(float(np.trace(second)) / d, np.finfo(float).tiny))
     r = np.sqrt(d / N)
@@ -139,19 +142,25 @@ class SharedSubspaceEstimator(TransformerMixin, BaseEstimator):  # type: ignore[
         check_identifiable(src, k)
         whitening = Whitening.fit(src) if self.whiten else None
         work = whitening.transform(src) if whitening is not None else src
-        if whitening is None and (message := design_warning(src, self.method)):
+        moments = source_moments(work)  # computed once: the design check, AltMin and the heads share it
+        if whitening is None and (message := design_warning(src, self.method, moments[0])):
             warnings.warn(message, UserWarning, stacklevel=2)
         if self.method == "mom":
             B, n_iter, converged, objective = mom_subspace(work, k), 1, True, None
         else:
             res = altmin_subspace(
-                work, k, self._initial_basis(work, whitening), max_iter=int(self.max_iter), tol=float(self.tol)
+                work,
+                k,
+                self._initial_basis(work, whitening),
+                max_iter=int(self.max_iter),
+                tol=float(self.tol),
+                moments=moments,
             )
             B, n_iter, converged, objective = res.basis, res.n_iter, res.converged, res.objective
-        if whitening is not None:
+        if whitening is not None:  # heads in the original coordinates, on the centred data
             B = whitening.basis_back(B)
-        centred = whitening.centre(src) if whitening is not None else src
-        heads = fit_heads(*source_moments(centred), B)
+            moments = source_moments(whitening.centre(src))
+        heads = fit_heads(*moments, B)
         self.basis_ = B
         self.components_ = B.T.copy()
         self.heads_ = heads

@@ -123,10 +123,12 @@ def altmin_subspace(
     max_iter: int = 100,
     tol: float = 1e-7,
     warn: bool = True,
+    moments: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> AltMinResult:
     """Alternating least squares over the heads and B from ``init`` (d x k), until the subspace moves by less
-    than ``tol`` in sin-theta distance (a ``ConvergenceWarning`` when ``max_iter`` is reached first)."""
-    gram, cross = source_moments(src)
+    than ``tol`` in sin-theta distance (a ``ConvergenceWarning`` when ``max_iter`` is reached first).
+    ``moments``: ``source_moments(src)`` when already computed."""
+    gram, cross = source_moments(src) if moments is None else moments
     d = src.n_features
     B = orthonormal_basis(init, name="init")
     converged, n_iter, change = False, 0, np.inf

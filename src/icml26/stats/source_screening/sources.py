@@ -134,6 +134,15 @@ def _from_groups(X: Any, y: Any, groups: Any) -> SourceArrays:
     return SourceArrays(Xp, yp, counts.astype(int))
 
 
+def _is_3d(a: Any) -> bool:
+    if isinstance(a, tuple):  # a (X_t, y_t) pair
+        return False
+    try:
+        return np.ndim(a) == 3
+    except ValueError:  # ragged nesting: not one array
+        return False
+
+
 def as_source_arrays(sources: Any = None, *, X: Any = None, y: Any = None, groups: Any = None) -> SourceArrays:
     """Validate and stack sources given as any of:
 
@@ -157,7 +166,7 @@ def as_source_arrays(sources: Any = None, *, X: Any = None, y: Any = None, group
             "sources must be a list of (X_t, y_t) pairs or a pair of stacked arrays (X (T, n, d), y (T, n)); "
             "for one design matrix use fit(X, y, groups=...)"
         )
-    if len(sources) == 2 and np.ndim(sources[0]) == 3:  # stacked (X (T, n, d), y (T, n))
+    if len(sources) == 2 and _is_3d(sources[0]):  # stacked (X (T, n, d), y (T, n))
         X3, y2 = np.asarray(sources[0], dtype=np.float64), np.asarray(sources[1], dtype=np.float64)
         if y2.shape != X3.shape[:2]:
             raise ValueError(f"stacked y must have shape (T, n) = {X3.shape[:2]}, got {y2.shape}")
