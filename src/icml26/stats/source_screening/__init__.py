@@ -43,7 +43,7 @@ Example::
     sources = data.to_list()
     chosen = screen_sources(sources, n_components=2)            # greedy, AltMin pilot
     est = SharedSubspaceEstimator(2, method="mom").fit(chosen.select(sources))
-    sin_theta_distance(data.basis, est.basis_)                   # ~0.35, vs ~0.5 with all 100 sources
+    sin_theta_distance(data.basis, est.basis_)                   # 0.41 (21 sources); 0.73 with all 100
 
 References
 ----------

@@ -112,11 +112,11 @@ class ScreeningResult:
     diversity_matrix: np.ndarray
     lambda_min: float
     criterion: float
-    order: np.ndarray
-    path: np.ndarray
-    heads: np.ndarray
-    strategy: str
-    data_fraction: float
+    order: np.ndarray = field(repr=False)
+    path: np.ndarray = field(repr=False)
+    heads: np.ndarray = field(repr=False)
+    strategy: str = "greedy"
+    data_fraction: float = 1.0
     pilot_basis: np.ndarray | None = field(default=None, repr=False)
 
     @property
