@@ -148,8 +148,10 @@ def run_diversity(cell: Cell) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------- plots
-def _setting_label(setting: dict[str, Any]) -> str:
-    return f"f={setting['f']:g} d={setting['d']}\nn={setting['n']} T={setting['T']} k={setting['k']}"
+def _case_label(setting: dict[str, Any]) -> str:
+    """What sets a setting apart from the base collection (T = 100, n = 100, d = 20, k = 2, f = 0.9)."""
+    changes = [f"{k}={v:g}" for k, v in setting.items() if k in BASE and k != "design" and v != BASE[k]]
+    return ", ".join(changes) or "base (f=0.9)"
 
 
 def plot_arms(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
@@ -180,8 +182,10 @@ def plot_arms(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> N
         dodge = 0.04 * (i - (len(arms) - 1) / 2)  # arms side by side, not on top of each other
         ax.errorbar(x + dodge, mean, yerr=se, marker=marker, ms=4, capsize=2, ls=ls, label=arm, **style)
     share = [np.mean([r["info"]["data_fraction"]["greedy"] for r in ok if r["spec"]["setting"] == s]) for s in settings]
-    labels = [f"{_setting_label(s)}\ngreedy: {100 * p:.0f}% of data" for s, p in zip(settings, share, strict=True)]
-    ax.set_xticks(x, labels, fontsize=6)
+    labels = [f"{_case_label(s)}\n{100 * p:.0f}% of data" for s, p in zip(settings, share, strict=True)]
+    ax.set_xticks(
+        x, labels, fontsize=6, rotation=30 if len(settings) > 4 else 0, ha="right" if len(settings) > 4 else "center"
+    )
     ax.set_xlim(-0.5, len(settings) - 0.5)
     ax.set_yscale("log")
     ax.set_ylabel(f"{METRIC} to B* (mean ± 1 SE), lower is better")
@@ -237,6 +241,12 @@ def beside_judged_metric(plot: Any, title: str) -> Any:
         own.set_title(title, fontsize=8)
         judged_metric(card, records, judged)
         judged.set_title("what the verdict is judged on", fontsize=8)
+        settings = [g["setting"] for g in card["by_setting"]]
+        varying = {k for s in settings for k in s if len({str(t.get(k)) for t in settings}) > 1}
+        if len(varying) > 1 and "f" in settings[0]:  # one-at-a-time sweeps: name what each setting changes
+            judged.set_xticks(
+                range(len(settings)), [_case_label(s) for s in settings], rotation=30, ha="right", fontsize=7
+            )
 
     two_panels.__name__ = f"{plot.__name__}_beside_judged_metric"
     return two_panels
@@ -275,7 +285,9 @@ _SCREEN = {
     "metric": METRIC,
     "direction": "lower",
     "run": run_screening,
-    "plot": beside_judged_metric(plot_arms, "every arm, every setting"),
+    "plot": beside_judged_metric(
+        plot_arms, "every arm; settings: T=100, n=100, d=20, k=2, f=0.9 unless named; % = rows the greedy keeps"
+    ),
 }
 _SLOPE = {
     "metric": "slope",
