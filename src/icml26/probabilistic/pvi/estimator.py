@@ -490,7 +490,8 @@ class PredictiveVI(_VariationalEstimator):
     Parameters:
         model: a ``ModelSpec`` (likelihood and/or simulator, prior); None = Gaussian linear regression with
             unknown noise and a conjugate prior (intercept only when X is None).
-        family: 'gaussian' (diagonal), 'fullrank', 'flow' (zuko NSF), or a ``VariationalFamily`` instance.
+        family: 'gaussian' (diagonal), 'fullrank', 'flow' (zuko NSF), or a ``VariationalFamily`` instance; the
+            family lives on the standardised coordinates u of ``frame_`` (a diagonal Gaussian is diagonal there).
         scores: {rule: weight} over 'log', 'crps', 'energy', 'quadratic'; default {'log': 1.0}.
         n_particles: K, draws of theta per step shared by the batch (small K biases q narrow; report K).
         reg_weight: lambda, the weight of KL(q || prior) / n.
