@@ -258,7 +258,8 @@ def _finish(ax: Any, ylabel: str) -> None:
     """Label, put the legend under the axes (never over data), and render at >= 150 dpi."""
     ax.set_ylabel(ylabel, fontsize=8)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    ax.figure.set_size_inches(6.4, 5.4)
+    w, h = ax.figure.get_size_inches()
+    ax.figure.set_size_inches(max(w, 6.4), max(h, 5.4))  # room for the legend below; never shrink the figure
     ax.figure.set_dpi(max(150, ax.figure.get_dpi()))
 
 
