@@ -24,7 +24,10 @@ theta = shift + scale @ u (``model.Frame``), an affine reparameterisation that l
 built-in models standardise y and X and start at the least-squares fit; a model without a ``standardize`` hook
 starts at its MAP with the Laplace unit-information scale (or, simulator-only, at the prior's mean and sd). Adam's
 steps, the initial sd (``init_scale``, in standardised units) and the rule weights are then the same for data
-shifted or rescaled. A fit whose objective has not flattened raises a ``ConvergenceWarning``.
+shifted or rescaled. The model's prior is the user's and stays fixed: a prior that is informative at one scale
+(the default IG(1, 1) on sigma^2 at unit scale) is not at another, so exact invariance needs the prior carried to
+the new units too (the tests do so); the optimiser adds no dependence of its own. A fit whose objective has not
+flattened raises a ``ConvergenceWarning``.
 
 Defaults follow the paper file's reading: lambda = 1, K = 64, Adam lr 1e-2 with cosine decay. With several rules each
 rule is divided by the spread (sd across the data) of its per-datum values at the initial q before weighting (our
