@@ -66,24 +66,35 @@ class ExactPosterior:
 
 
 def _design(model: ModelSpec, X: np.ndarray | None, n: int) -> np.ndarray:
-    if X is None:
-        return np.ones((n, 1))
-    X = np.asarray(X, float)
-    return add_intercept(torch.as_tensor(X)).numpy() if model.param_names[0] == "intercept" else X
+    """The regression's design matrix, checked against the model's covariates."""
+    p = model.covariates
+    X = np.zeros((n, 0)) if X is None else np.asarray(X, float)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.shape != (n, p) or not np.all(np.isfinite(X)):
+        raise ValueError(f"X must be a finite array of shape [{n}, {p}] for this model, got {X.shape}")
+    fit_intercept = model.conjugate.params["fit_intercept"]  # type: ignore[union-attr]
+    return add_intercept(torch.as_tensor(X, dtype=torch.float64)).numpy() if fit_intercept else X
 
 
-def exact_posterior(
-    model: ModelSpec, y: np.ndarray, X: np.ndarray | None = None, kind: str | None = None
-) -> ExactPosterior:
-    """The conjugate posterior of a built-in model. ``kind`` is inferred from the parameter names when None."""
-    y = np.asarray(y, float).reshape(-1)
-    kind = kind or ("normal_location" if model.param_names == ("theta",) else "linear_regression")
+def exact_posterior(model: ModelSpec, y: np.ndarray, X: np.ndarray | None = None) -> ExactPosterior:
+    """The conjugate posterior of a model that declares its closed form (``model.conjugate``: the built-in
+    ``normal_location`` and ``linear_regression``)."""
+    if model.conjugate is None:
+        raise ValueError(
+            "exact_posterior needs a model with a declared conjugate form (normal_location or linear_regression); "
+            "this ModelSpec has none (for heterogeneity_report, pass bayes_sd explicitly)"
+        )
+    y = np.asarray(y, float)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] == 0 or not np.all(np.isfinite(y)):
+        raise ValueError(f"y must be a non-empty finite array of shape [n], got shape {y.shape}")
+    kind, params = model.conjugate.kind, model.conjugate.params
     if kind == "normal_location":
-        prior = model.prior  # Independent(Normal)
-        m0 = float(prior.base_dist.loc[0])  # type: ignore[attr-defined]
-        s0 = float(prior.base_dist.scale[0])  # type: ignore[attr-defined]
-        _, sd = model.gaussian_predictive(torch.zeros(1, 1), None)  # type: ignore[misc]
-        sigma = float(sd[0, 0])
+        if X is not None:
+            raise ValueError("the normal location model takes no covariates: X must be None")
+        m0, s0, sigma = float(params["prior_mean"]), float(params["prior_sd"]), float(params["sigma"])
         v = 1.0 / (1 / s0**2 + len(y) / sigma**2)
         m = v * (m0 / s0**2 + y.sum() / sigma**2)
         return ExactPosterior(
@@ -91,12 +102,12 @@ def exact_posterior(
         )
     if kind != "linear_regression":
         raise ValueError(f"unknown conjugate model kind {kind!r}")
-    prior = model.prior
+    prior = params["prior"]
     D = _design(model, X, len(y))
-    m0 = prior.m0.double().numpy()  # type: ignore[attr-defined]
-    V0_inv = np.linalg.inv(prior.V0.double().numpy())  # type: ignore[attr-defined]
+    m0 = prior.m0.double().numpy()
+    V0_inv = np.linalg.inv(prior.V0.double().numpy())
     V = np.linalg.inv(V0_inv + D.T @ D)
     m = V @ (V0_inv @ m0 + D.T @ y)
-    a = prior.a0 + len(y) / 2  # type: ignore[attr-defined]
-    b = prior.b0 + 0.5 * (y @ y + m0 @ V0_inv @ m0 - m @ np.linalg.solve(V, m))  # type: ignore[attr-defined]
+    a = prior.a0 + len(y) / 2
+    b = prior.b0 + 0.5 * (y @ y + m0 @ V0_inv @ m0 - m @ np.linalg.solve(V, m))
     return ExactPosterior(model, kind, {"mean": m, "V": V, "a": np.float64(a), "b": np.float64(b)})

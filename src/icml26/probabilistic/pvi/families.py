@@ -7,6 +7,10 @@
 
 Every family exposes ``rsample(K) -> [K, d]`` (differentiable), ``log_prob(theta) -> [K]``, ``entropy()`` when it has a
 closed form (used to lower the variance of the KL term) and ``moments(n)`` (mean and sd, exact or Monte Carlo).
+
+``Affine`` carries any family from standardised coordinates u to the model's parameters, theta = shift + scale @ u
+(the estimators fit q over u; see ``model.Frame``). A diagonal Gaussian over u is then a Gaussian over theta whose
+covariance scale diag(s^2) scale^T is not diagonal where the map mixes coordinates (the regression intercept).
 """
 
 from __future__ import annotations
@@ -35,8 +39,14 @@ class VariationalFamily(nn.Module):
     @torch.no_grad()
     def moments(self, n: int = 20_000) -> tuple[Tensor, Tensor]:
         """Mean and standard deviation of each coordinate (Monte Carlo unless overridden)."""
+        mean, cov = self.mean_and_covariance(n)
+        return mean, torch.sqrt(torch.diagonal(cov))
+
+    @torch.no_grad()
+    def mean_and_covariance(self, n: int = 20_000) -> tuple[Tensor, Tensor]:
+        """Mean [d] and covariance [d, d] (Monte Carlo from n draws unless overridden)."""
         draws = self.rsample(n)
-        return draws.mean(0), draws.std(0)
+        return draws.mean(0), torch.cov(draws.T).reshape(self.dim, self.dim)
 
 
 class DiagonalGaussian(VariationalFamily):
@@ -59,8 +69,8 @@ class DiagonalGaussian(VariationalFamily):
         return self.log_scale.sum() + 0.5 * self.dim * (1 + math.log(2 * math.pi))
 
     @torch.no_grad()
-    def moments(self, n: int = 0) -> tuple[Tensor, Tensor]:
-        return self.loc.clone(), torch.exp(self.log_scale)
+    def mean_and_covariance(self, n: int = 0) -> tuple[Tensor, Tensor]:
+        return self.loc.clone(), torch.diag(torch.exp(2 * self.log_scale))
 
 
 class FullRankGaussian(VariationalFamily):
@@ -87,9 +97,9 @@ class FullRankGaussian(VariationalFamily):
         return self.log_diag.sum() + 0.5 * self.dim * (1 + math.log(2 * math.pi))
 
     @torch.no_grad()
-    def moments(self, n: int = 0) -> tuple[Tensor, Tensor]:
+    def mean_and_covariance(self, n: int = 0) -> tuple[Tensor, Tensor]:
         L = self.scale_tril()
-        return self.loc.clone(), torch.sqrt((L**2).sum(1))
+        return self.loc.clone(), L @ L.T
 
 
 class Flow(VariationalFamily):
@@ -123,6 +133,40 @@ class Flow(VariationalFamily):
     def log_prob(self, theta: Tensor) -> Tensor:
         z = (theta - self.loc) * torch.exp(-self.log_scale)
         return self.flow().log_prob(z) - self.log_scale.sum()
+
+
+class Affine(VariationalFamily):
+    """theta = shift + scale @ u with u ~ ``base``: a family over standardised coordinates, in the model's units.
+
+    Its parameters are the base family's (shift and scale are fixed buffers). log q(theta) = log q_u(u) -
+    log|det scale| and the entropy gains log|det scale|, a constant: the objective's gradients are the base's.
+    """
+
+    def __init__(self, base: VariationalFamily, shift: Tensor, scale: Tensor) -> None:
+        super().__init__()
+        self.dim = base.dim
+        if shift.shape != (self.dim,) or scale.shape != (self.dim, self.dim):
+            raise ValueError(f"shift must be [{self.dim}] and scale [{self.dim}, {self.dim}]")
+        self.base = base
+        self.register_buffer("shift", shift.detach().to(torch.float32).clone())
+        self.register_buffer("scale", scale.detach().to(torch.float32).clone())
+        self.log_abs_det = float(torch.linalg.slogdet(scale.double())[1])
+
+    def rsample(self, n: int) -> Tensor:
+        return self.shift + self.base.rsample(n) @ self.scale.T
+
+    def log_prob(self, theta: Tensor) -> Tensor:
+        u = torch.linalg.solve(self.scale.to(theta.dtype), (theta - self.shift.to(theta.dtype)).T).T
+        return self.base.log_prob(u) - self.log_abs_det
+
+    def entropy(self) -> Tensor | None:
+        h = self.base.entropy()
+        return None if h is None else h + self.log_abs_det
+
+    @torch.no_grad()
+    def mean_and_covariance(self, n: int = 20_000) -> tuple[Tensor, Tensor]:
+        mean, cov = self.base.mean_and_covariance(n)
+        return self.shift + self.scale @ mean, self.scale @ cov @ self.scale.T
 
 
 FAMILIES: dict[str, type[VariationalFamily]] = {
