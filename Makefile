@@ -40,6 +40,7 @@ reproduce: install
 # Every converted benchmark, one at a time, each in its own process: benchmarks/RESULTS.md and results.json for
 # the full size (committed); BENCH_SIZE=quick or tiny writes results-<size>.* beside them.
 bench: install
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c ci/constraints.txt -e '.[bench]'
 	$(BIN)/icml26 bench --size $(BENCH_SIZE)
 
 lint: install
