@@ -189,13 +189,15 @@ class FisherZOracle:
     """Fisher-z independence tests over ``V u F`` from one dataset per environment (see the module docstring).
 
     Correlation matrices are computed once (the pooled one, and one per pair of environments), so a test costs
-    one small matrix inverse; repeated tests come from a cache (``queries`` counts the ones computed).
+    one small matrix inverse; repeated tests come from a cache (``queries`` counts the ones computed;
+    ``cache=False`` computes every call).
     """
 
     datasets: list[np.ndarray]
     env_targets: list[frozenset[int]]  # one per environment, the observational one included
     alpha: float = 0.01
     variable_names: list[str] | None = None
+    cache: bool = True
     names: list[str] = field(init=False)
     f_targets: dict[int, frozenset[int]] = field(init=False)
     queries: int = 0
@@ -254,6 +256,9 @@ class FisherZOracle:
 
     def __call__(self, x: int, y: int, cond: Iterable[int]) -> bool:
         key = (min(x, y), max(x, y), frozenset(cond))
+        if not self.cache:
+            self.queries += 1
+            return self.pvalue(x, y, key[2]) > self.alpha
         if key not in self._cache:
             self.queries += 1
             self._cache[key] = self.pvalue(x, y, key[2]) > self.alpha

@@ -339,20 +339,21 @@ def _bar(card: dict[str, Any], name: str, index: int) -> dict[str, Any]:
     return {"color": arm_style(card, name, index=index)["color"]}
 
 
-# Graph sets. smoke: seconds; quick: about 30 s of the quick profile's minute; full: the reproduction of record.
+# Graph sets. smoke: seconds; quick: about 30 s of the quick profile's minute (with C4's 3 cells, about 40 s of
+# cell time); full: the reproduction of record.
 STUDY = profiles(
     smoke={"fixtures": True, "n4": 12, "n3_two": 20, "n5": 4},
     quick={"fixtures": True, "n4": 160, "n3_two": "all", "n5": 25},
     full={"fixtures": True, "n4": "all", "n4_two": "all", "n5": 300, "n6": 100},
     seeds=(1, 1, 1),
-    cell_seconds=(3.0, 30.0, 600.0),
+    cell_seconds=(4.0, 20.0, 300.0),
 )
 COST = profiles(
     smoke={"fixtures": True, "n4": 12, "n5": 4, "timing_repeats": 0},
     quick={"fixtures": True, "n4": 100, "n5": 25, "n6": 10, "timing_repeats": 3},
     full={"fixtures": True, "n4": "all", "n5": 300, "n6": 100, "n7": 50, "timing_repeats": 5},
     seeds=(1, 1, 1),
-    cell_seconds=(1.0, 12.0, 200.0),
+    cell_seconds=(0.5, 10.0, 120.0),
 )
 _ORACLE = dict(run=run_oracle_study, profiles=STUDY, deterministic=True, revision=3)
 _SOUND = dict(
@@ -522,7 +523,7 @@ CARD = PaperCard(
                 {"n": 5, "graphs": 20, "samples": 5000, "alpha": 0.01},
                 {"n": 5, "graphs": 40, "samples": 5000, "alpha": 0.01},
                 seeds=(1, 3, 5),
-                cell_seconds=(1.0, 3.0, 8.0),
+                cell_seconds=(0.3, 2.5, 4.0),
             ),
         ),
     ),
