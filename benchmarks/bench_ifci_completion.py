@@ -187,29 +187,19 @@ def oracle_rows(n: int, graphs: int, repeat: int, cap: int = 3) -> list[BenchRow
         "m_separations_without_cache": q_uncached,
     }
     workload = f"oracle n={n}, {graphs} graph{'s' if graphs > 1 else ''}, 3 F-nodes, cap {cap}"
-    common = {"unit": "s", "extra": shares}
+    variants = (
+        ("ours", "icml26", ""),
+        ("ours_no_cache", "icml26, oracle cache off", "what is left of the speed-up without our oracle's cache"),
+        (
+            "ours_networkx",
+            "icml26 on causal-learn's oracle",
+            "same oracle on both sides (networkx d-separation, cached): the algorithm alone",
+        ),
+    )
+    anchor_name = ANCHOR + " (d-separation)"
     return [
-        BenchRow(PAPER, workload, ANCHOR + " (d-separation)", t["ours"], t["anchor"], ours_name="icml26", **common),
-        BenchRow(
-            PAPER,
-            workload,
-            ANCHOR + " (d-separation)",
-            t["ours_no_cache"],
-            t["anchor"],
-            ours_name="icml26, oracle cache off",
-            notes="what is left of the speed-up without our oracle's cache",
-            **common,
-        ),
-        BenchRow(
-            PAPER,
-            workload,
-            ANCHOR + " (d-separation)",
-            t["ours_networkx"],
-            t["anchor"],
-            ours_name="icml26 on causal-learn's oracle",
-            notes="same oracle on both sides (networkx d-separation, cached): the algorithm alone",
-            **common,
-        ),
+        BenchRow(PAPER, workload, anchor_name, t[k], t["anchor"], "s", ours_name=name, notes=note, extra=shares)
+        for k, name, note in variants
     ]
 
 
