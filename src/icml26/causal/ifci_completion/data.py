@@ -207,7 +207,7 @@ class FisherZOracle:
             raise ValueError(f"{len(self.datasets)} datasets but {len(self.env_targets)} target sets")
         self.datasets = check_datasets(self.datasets)
         self.n_vars = self.datasets[0].shape[1]
-        if any(t for t in self.env_targets for t in t if not 0 <= t < self.n_vars):
+        if any(not 0 <= v < self.n_vars for targets in self.env_targets for v in targets):
             raise ValueError("a target names an unknown variable")
         if not 0 < self.alpha < 1:
             raise ValueError(f"alpha is a significance level and must lie in (0, 1), got {self.alpha}")
