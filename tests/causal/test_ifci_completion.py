@@ -574,3 +574,41 @@ def test_property_pc_search_recovers_the_imag_skeleton(seed, n, interventions):
         assert oracle.graph.m_separated(a, b, sep)
     ref = learn_skeleton_exhaustive(oracle_from_admg(g, t))
     assert np.array_equal(_orient_like_ifci(skeleton).marks, _orient_like_ifci(ref).marks)
+
+
+# ------------------------------------------------------------------------------------------ unknown targets
+def test_unknown_targets_is_a_sound_coarsening_of_known_targets():
+    """Psi-FCI style: same skeleton, only Rule 8; every mark it sets agrees with the known-target class (its
+    generating I-MAG), it never orients more, and every true target is among F's possible targets."""
+    rng = np.random.default_rng(21)
+    coarser = 0
+    for _ in range(30):
+        g, t = random_admg(5, rng), random_targets(5, rng)
+        known = ifci(oracle_from_admg(g, t))
+        unknown = ifci(oracle_from_admg(g, t), known_targets=False)
+        mag = oracle_from_admg(g, t).graph.to_mag()
+        assert np.array_equal(unknown.marks != 0, known.marks != 0)
+        assert wrong_marks(unknown.marks, mag.marks) == 0
+        assert unknown.n_circles() >= known.n_circles()
+        coarser += unknown.n_circles() > known.n_circles()
+        for f, targets in oracle_from_admg(g, t).graph.f_targets.items():
+            assert not unknown.f_targets[f]
+            assert set(targets) <= set(unknown.possible_targets(f))
+    assert coarser >= 5  # not vacuous: the targets do orient marks
+    with pytest.raises(ValueError, match="known_targets=True"):
+        ifci(oracle_from_admg(g, t), known_targets=False, new_rules=True)
+    with pytest.raises(ValueError, match="known"):
+        complete_by_enumeration(unknown)
+
+
+def test_unknown_targets_on_data(chain_data):
+    from icml26.causal.ifci_completion import IFCI
+
+    known = IFCI().fit(chain_data, [{0}]).pag_
+    unknown = IFCI().fit(chain_data, "unknown").pag_
+    assert np.array_equal(unknown.marks != 0, known.marks != 0)
+    assert unknown.possible_targets(3) == [0] and unknown.f_targets == {3: frozenset()}
+    with pytest.raises(ValueError, match="'unknown'"):
+        IFCI().fit(chain_data, "all")
+    with pytest.raises(ValueError, match="targets='unknown'"):
+        IFCI().fit(chain_data, [])

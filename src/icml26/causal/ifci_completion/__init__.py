@@ -44,7 +44,11 @@ to a fixed point is already complete (0 of 1,135 and 0 of 2,850 classes incomple
 background knowledge is not, because it runs R4 only in passes where R1-R3 changed something. With two
 interventions at n = 5-6 the gap the paper describes appears, and the two new rules close most (not all) of it.
 
-Not here: unknown intervention targets (Psi-FCI, Jaber et al. 2020); every function assumes known targets.
+Extension, unknown targets (Psi-FCI style, Jaber et al. 2020): ``ifci(oracle, known_targets=False)`` or
+``IFCI().fit(datasets, "unknown")`` runs the same search and only the F-rule that needs no targets (Rule 8), as
+dodiscover's ``PsiFCI(known_intervention_targets=False)`` does; ``pag.possible_targets(f)`` lists the observed
+neighbours of an F-node, which contain its true targets. The new rules and the completion need known targets
+(they raise otherwise). Tested for soundness against the known-target class; the claims do not measure it.
 
 References
 ----------
@@ -55,6 +59,8 @@ References
 - J. Zhang, "On the completeness of orientation rules for causal discovery in the presence of latent confounders
   and selection bias", Artificial Intelligence 2008.
 - T. Richardson, P. Spirtes, "Ancestral graph Markov models", Annals of Statistics 2002.
+- A. Jaber, M. Kocaoglu, K. Shanmugam, E. Bareinboim, "Causal discovery from soft interventions with unknown
+  targets: characterization and learning", NeurIPS 2020 (Psi-FCI).
 - P. Spirtes, C. Glymour, R. Scheines, "Causation, Prediction, and Search", MIT Press 2000 (PC, FCI,
   possible-D-SEP); D. Colombo, M. Maathuis, JMLR 2014 (PC-stable).
 """

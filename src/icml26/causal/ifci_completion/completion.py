@@ -183,6 +183,8 @@ def _resolutions(pag: PAG) -> tuple[list[tuple[int, int]], list[list[tuple[int, 
 
 def complete_by_enumeration(pag: PAG, max_circles: int = 14) -> tuple[PAG, CompletionReport]:
     """The endpoint-wise intersection of all realisable MAGs in the class of ``pag`` (needs its sepsets)."""
+    if any(not t for t in pag.f_targets.values()):
+        raise ValueError("the completion checks realisability with F -> S_F: it needs known (non-empty) targets")
     report = CompletionReport(circles_in=pag.n_circles())
     if report.circles_in == 0:
         report.members = 1

@@ -131,8 +131,13 @@ def check_datasets(datasets: Sequence[np.ndarray] | np.ndarray) -> list[np.ndarr
     return arrays
 
 
-def check_targets_of_envs(targets: Iterable[Iterable[int]], n_envs: int, n_vars: int) -> list[frozenset[int]]:
-    """The target set of every environment (the observational one, empty, first) from the interventional ones."""
+def check_targets_of_envs(targets: Iterable[Iterable[int]] | str, n_envs: int, n_vars: int) -> list[frozenset[int]]:
+    """The target set of every environment (the observational one, empty, first) from the interventional ones;
+    ``"unknown"`` gives empty sets throughout (the unknown-target setting)."""
+    if isinstance(targets, str):
+        if targets != "unknown":
+            raise ValueError(f"targets must be one set per interventional environment or 'unknown', got {targets!r}")
+        return [frozenset()] * n_envs
     if isinstance(targets, (set, frozenset)) or (
         isinstance(targets, (list, tuple)) and targets and all(isinstance(t, (int, np.integer)) for t in targets)
     ):
@@ -154,7 +159,7 @@ def check_targets_of_envs(targets: Iterable[Iterable[int]], n_envs: int, n_vars:
     if len(sets) != n_envs:
         raise ValueError(
             f"{n_envs} datasets need {n_envs - 1} interventional target sets (the first dataset is observational), "
-            f"got {len(sets) - 1}"
+            f"got {len(sets) - 1}; pass targets='unknown' if they are not known"
         )
     for i in range(n_envs):
         for j in range(i + 1, n_envs):

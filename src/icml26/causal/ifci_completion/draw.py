@@ -100,7 +100,7 @@ def plot_pag(
     ax.set_axis_off()
     if title is None and pag.f_targets:
         title = "; ".join(
-            f"{pag.names[f]} -> {{{', '.join(pag.names[t] for t in sorted(s))}}}"
+            f"{pag.names[f]} -> {{{', '.join(pag.names[t] for t in sorted(s)) or '?'}}}"
             for f, s in sorted(pag.f_targets.items())
         )
     if title:

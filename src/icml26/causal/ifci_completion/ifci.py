@@ -136,6 +136,7 @@ def ifci(
     max_cond_size: int | None = None,
     possible_dsep: bool = True,
     conflicts: str = "raise",
+    known_targets: bool = True,
 ) -> PAG:
     """I-FCI: the adjacency search over ``V u F`` (:mod:`.skeleton`), then R0 and the FCI rules interleaved with
     the F-node rules until nothing changes.
@@ -145,18 +146,25 @@ def ifci(
     second stage. ``conflicts="keep"`` keeps the first orientation when noisy tests make two rules disagree (the
     default raises: with an exact oracle a conflict is a bug). Returns the PAG with its sepsets. An oracle
     without F-nodes makes this plain FCI, which is allowed but warned about.
+
+    ``known_targets=False`` is the unknown-target setting (Psi-FCI, Jaber et al. 2020; dodiscover's
+    ``PsiFCI(known_intervention_targets=False)``): the same search, then only the F-rule that needs no targets
+    (Rule 8, ``F -> Y``). The PAG's F-nodes get empty target sets, and ``pag.possible_targets(f)`` lists the
+    observed nodes adjacent to ``F``, among which (with an exact oracle) every true target lies.
     """
     if conflicts not in ("raise", "keep"):
         raise ValueError(f"conflicts must be 'raise' or 'keep', got {conflicts!r}")
+    if new_rules and not known_targets:
+        raise ValueError("the new rules read the intervention targets: they need known_targets=True")
     if not dict(oracle.f_targets):
         warnings.warn(
             "the oracle has no F-nodes (no interventional environment): I-FCI reduces to plain FCI",
             UserWarning,
             stacklevel=2,
         )
-    pag = learn_skeleton(oracle, max_cond_size=max_cond_size, possible_dsep=possible_dsep)
+    pag = learn_skeleton(oracle, max_cond_size=max_cond_size, possible_dsep=possible_dsep, known_targets=known_targets)
     pag.conflicts = conflicts
-    extra: tuple[Rule, ...] = IFCI_RULES
+    extra: tuple[Rule, ...] = IFCI_RULES if known_targets else (rule_f_exogenous,)
     if new_rules:
         from icml26.causal.ifci_completion.rules import NEW_RULES
 
@@ -215,7 +223,8 @@ class IFCI:
     """Estimator front end: ``IFCI(alpha=0.01).fit(datasets, targets).pag_`` or ``.fit(oracle=...)``.
 
     ``datasets``: one ``(samples, variables)`` array per environment, the observational one first; ``targets``:
-    the target set (column indices) of each *interventional* environment, e.g. ``[{0}, {2, 3}]``. Tests are
+    the target set (column indices) of each *interventional* environment, e.g. ``[{0}, {2, 3}]``, or
+    ``"unknown"`` (Psi-FCI: see :func:`ifci`'s ``known_targets``; the new rules then raise). Tests are
     Fisher-z (see :mod:`.data`), which also checks the data (:func:`.data.check_datasets`); noisy tests that make
     rules disagree keep the first orientation. With ``oracle=`` any :class:`IndependenceOracle` is used as is
     (exact: conflicts raise). ``max_cond_size`` caps the conditioning sets of the adjacency search.
@@ -231,7 +240,7 @@ class IFCI:
     def fit(
         self,
         datasets: Sequence[np.ndarray] | None = None,
-        targets: Sequence[Iterable[int]] = (),
+        targets: Sequence[Iterable[int]] | str = (),
         *,
         oracle: IndependenceOracle | None = None,
     ) -> IFCI:
@@ -249,6 +258,13 @@ class IFCI:
             if datasets is not None:
                 raise ValueError("give datasets or an oracle, not both")
             conflicts = "raise"
-        self.pag_ = ifci(oracle, new_rules=self.new_rules, max_cond_size=self.max_cond_size, conflicts=conflicts)
+        known = not (isinstance(targets, str) and targets == "unknown")
+        self.pag_ = ifci(
+            oracle,
+            new_rules=self.new_rules,
+            max_cond_size=self.max_cond_size,
+            conflicts=conflicts,
+            known_targets=known,
+        )
         self.n_tests_ = int(getattr(oracle, "queries", 0))
         return self

@@ -115,6 +115,13 @@ class PAG:
     def observed(self) -> list[int]:
         return [v for v in range(self.n) if v not in self.f_targets]
 
+    def possible_targets(self, f: int) -> list[int]:
+        """Observed nodes adjacent to F-node ``f``: every target of ``f`` is among them (``F -> X`` is an edge of
+        the I-MAG for each ``X`` in ``S_F``), which is what is known of the targets when they are unknown."""
+        if f not in self.f_targets:
+            raise ValueError(f"{self.names[f] if 0 <= f < self.n else f} is not an F-node")
+        return [v for v in self.neighbours(f) if v not in self.f_targets]
+
     def edges(self) -> list[tuple[int, int]]:
         return [(int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(self.marks)), strict=True)]
 

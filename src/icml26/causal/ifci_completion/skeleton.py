@@ -57,14 +57,14 @@ if TYPE_CHECKING:
 _PDS_WARN = 20  # a possible-D-SEP pool above this size (no cap given) is warned about: 2^20 tests
 
 
-def check_targets(names: list[str], f_targets: dict[int, frozenset[int]]) -> None:
-    """F-node indices in range, non-empty target sets of observed nodes."""
+def check_targets(names: list[str], f_targets: dict[int, frozenset[int]], known: bool = True) -> None:
+    """F-node indices in range, target sets of observed nodes, non-empty unless the targets are unknown."""
     n = len(names)
     for f, targets in f_targets.items():
         if not 0 <= f < n:
             raise ValueError(f"F-node index {f} out of range")
-        if not targets:
-            raise ValueError(f"F-node {names[f]} has an empty target set")
+        if known and not targets:
+            raise ValueError(f"F-node {names[f]} has an empty target set (pass known_targets=False if unknown)")
         bad = [t for t in targets if not 0 <= t < n or t in f_targets]
         if bad:
             raise ValueError(f"F-node {names[f]} targets {bad}, which are not observed variables")
@@ -80,10 +80,12 @@ def _check_max_cond_size(max_cond_size: int | None) -> None:
 class _Search:
     """The state shared by both stages: adjacency, sepsets, and the test with the F-nodes added."""
 
-    def __init__(self, oracle: IndependenceOracle) -> None:
+    def __init__(self, oracle: IndependenceOracle, known_targets: bool = True) -> None:
         self.oracle = oracle
         self.names, self.f_targets = list(oracle.names), dict(oracle.f_targets)
-        check_targets(self.names, self.f_targets)
+        check_targets(self.names, self.f_targets, known=known_targets)
+        if not known_targets:
+            self.f_targets = {f: frozenset() for f in self.f_targets}  # unknown: no rule may read them
         self.n = len(self.names)
         self.f_nodes = frozenset(self.f_targets)
         self.observed = np.array([v not in self.f_nodes for v in range(self.n)])
@@ -235,14 +237,20 @@ def _pds_stage(search: _Search, max_cond_size: int | None) -> None:
                 break
 
 
-def learn_skeleton(oracle: IndependenceOracle, max_cond_size: int | None = None, possible_dsep: bool = True) -> PAG:
+def learn_skeleton(
+    oracle: IndependenceOracle,
+    max_cond_size: int | None = None,
+    possible_dsep: bool = True,
+    known_targets: bool = True,
+) -> PAG:
     """I-FCI's adjacency search (module docstring): the circle-marked skeleton over ``V u F`` with its sepsets.
 
     ``max_cond_size`` caps the size of ``W`` in both stages (None: no cap); ``possible_dsep=False`` stops after
-    the PC stage (a supergraph of the I-MAG's skeleton when latents make it needed).
+    the PC stage (a supergraph of the I-MAG's skeleton when latents make it needed). The search never reads the
+    target sets; ``known_targets=False`` returns a PAG whose F-nodes have empty (unknown) target sets.
     """
     _check_max_cond_size(max_cond_size)
-    search = _Search(oracle)
+    search = _Search(oracle, known_targets)
     _pc_stage(search, max_cond_size)
     if possible_dsep:
         _pds_stage(search, max_cond_size)
