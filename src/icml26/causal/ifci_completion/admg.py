@@ -47,12 +47,11 @@ def bits(nodes: Iterable[int]) -> int:
 
 def members(mask: int) -> list[int]:
     """The node indices of a bit mask, ascending."""
-    out, v = [], 0
+    out = []
     while mask:
-        if mask & 1:
-            out.append(v)
-        mask >>= 1
-        v += 1
+        low = mask & -mask  # the lowest set bit: one step per member, not per bit position
+        out.append(low.bit_length() - 1)
+        mask ^= low
     return out
 
 

@@ -46,7 +46,7 @@ def latent_dag(augmented: ADMG) -> object:
     return dag
 
 
-def causallearn_fci(augmented: ADMG) -> PAG:
+def causallearn_fci(augmented: ADMG, depth: int = -1) -> PAG:
     """causal-learn FCI with the d-separation oracle and F exogeneity as background knowledge."""
     _require_causallearn()
     from causallearn.graph.GraphNode import GraphNode
@@ -68,6 +68,7 @@ def causallearn_fci(augmented: ADMG) -> PAG:
             "d_separation",
             true_dag=latent_dag(augmented),
             background_knowledge=bk,
+            depth=depth,
             show_progress=False,
             node_names=names,
             verbose=False,

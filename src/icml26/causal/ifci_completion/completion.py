@@ -12,7 +12,8 @@ Every member of the interventional equivalence class is compatible with the (sou
    - realisable as an I-MAG: some ADMG made of the candidate's V-part plus a set of bows (``a -> b`` and
      ``a <-> b``), with each F-node pointing only into ``S_F``, has exactly this MAG. Bows do not change
      ancestry, and only add inducing paths, so only bows between ancestors of an F-neighbour the plain V-part
-     cannot reach are tried (all subsets up to ``max_bows``).
+     cannot reach are tried, by an exact search over the maximal harmless sets (no cap: see
+     :func:`is_realisable`).
 3. **Intersect**: a mark is kept iff every surviving candidate has it; otherwise it is a circle.
 
 Sound and complete, but exponential in the number of circles: ``max_circles`` caps it, and a skipped graph is
@@ -25,6 +26,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import combinations, product
 
@@ -44,7 +46,6 @@ class CompletionReport:
     candidates: int = 0
     members: int = 0
     skipped: bool = False
-    bows_truncated: int = 0
 
 
 def mag_as_admg(mag: PAG, keep_f: bool = True) -> ADMG:
@@ -89,8 +90,15 @@ def fci_pag_of_mag(mag: PAG) -> PAG:
     return orient(PAG(skeleton, list(mag.names), dict(mag.f_targets), sepsets))
 
 
-def is_realisable(mag: PAG, max_bows: int = 12) -> tuple[bool, bool]:
-    """Whether ``mag`` is the MAG of (V-part + bows + F -> S_F); second value: True if bows were truncated."""
+def is_realisable(mag: PAG) -> bool:
+    """Whether ``mag`` is the MAG of some ADMG made of its V-part, a set of bows, and ``F -> S_F`` for each F-node.
+
+    Exact, with no cap on the bows: adding a bidirected edge never changes ancestry and never removes an inducing
+    path, so the MAG's adjacencies grow monotonically with the set of bows. A search over the candidate bows
+    therefore only needs the *maximal* sets that create no forbidden adjacency: at each step, if all the
+    remaining bows together are harmless, they are the best this branch can do (one check decides it);
+    otherwise branch on the next bow (with it, if it is harmless so far; without it).
+    """
     m, f_targets = mag.marks, mag.f_targets
     n = mag.n
     observed = [v for v in range(n) if v not in f_targets]
@@ -102,7 +110,7 @@ def is_realisable(mag: PAG, max_bows: int = 12) -> tuple[bool, bool]:
         bidirected[f, :] = bidirected[:, f] = False
         for s in f_targets[f]:
             if m[f, s] == NONE:
-                return False, False
+                return False
             directed[f, s] = True
     base = ADMG(list(mag.names), directed, bidirected, dict(f_targets))
     anc_of = [base.ancestors(1 << v) for v in range(n)]
@@ -110,21 +118,30 @@ def is_realisable(mag: PAG, max_bows: int = 12) -> tuple[bool, bool]:
     for a, b in zip(*np.nonzero(m), strict=True):
         want_tail_at_b = m[a, b] == TAIL
         if want_tail_at_b != bool(anc_of[a] >> b & 1):
-            return False, False
-    # adjacencies that the plain base graph cannot produce must come from bows
+            return False
     f_pairs = [(f, y) for f in f_targets for y in observed]
-    v_nonadjacent = [(a, b) for a, b in combinations(observed, 2) if m[a, b] == NONE]
+    required = [(f, y) for f, y in f_pairs if m[f, y]]
+    forbidden = [(f, y) for f, y in f_pairs if not m[f, y]] + [
+        (a, b) for a, b in combinations(observed, 2) if m[a, b] == NONE
+    ]
 
-    def adjacency_matches(g: ADMG) -> bool:
-        return all(g.adjacent_in_mag(f, y) == bool(m[f, y]) for f, y in f_pairs) and not any(
-            g.adjacent_in_mag(a, b) for a, b in v_nonadjacent
-        )
+    def with_bows(chosen: Iterable[tuple[int, int]]) -> ADMG:
+        b2 = bidirected.copy()
+        for a, b in chosen:
+            b2[a, b] = b2[b, a] = True
+        return ADMG(list(mag.names), directed, b2, dict(f_targets))
 
-    if adjacency_matches(base):
-        return True, False
-    missing = [y for f, y in f_pairs if m[f, y] and not base.adjacent_in_mag(f, y)]
-    if any(not m[f, y] and base.adjacent_in_mag(f, y) for f, y in f_pairs):
-        return False, False  # bows only add adjacencies
+    def harmless(g: ADMG) -> bool:
+        return not any(g.adjacent_in_mag(a, b) for a, b in forbidden)
+
+    def complete(g: ADMG) -> bool:
+        return all(g.adjacent_in_mag(f, y) for f, y in required)
+
+    if not harmless(base):
+        return False  # bows only add adjacencies
+    if complete(base):
+        return True
+    missing = [y for f, y in required if not base.adjacent_in_mag(f, y)]
     reach = 0
     for y in missing:
         reach |= anc_of[y]
@@ -133,17 +150,19 @@ def is_realisable(mag: PAG, max_bows: int = 12) -> tuple[bool, bool]:
         for a, b in zip(*np.nonzero(directed), strict=True)
         if a not in f_targets and reach >> int(a) & 1 and reach >> int(b) & 1
     ]
-    truncated = len(bows) > max_bows
-    if truncated:
-        bows = bows[:max_bows]
-    for size in range(1, len(bows) + 1):
-        for chosen in combinations(bows, size):
-            b2 = bidirected.copy()
-            for a, b in chosen:
-                b2[a, b] = b2[b, a] = True
-            if adjacency_matches(ADMG(list(mag.names), directed, b2, dict(f_targets))):
-                return True, truncated
-    return False, truncated
+
+    def search(chosen: tuple[tuple[int, int], ...], rest: tuple[tuple[int, int], ...]) -> bool:
+        everything = with_bows((*chosen, *rest))
+        if harmless(everything):
+            return complete(everything)  # the largest set of this branch: no subset does better
+        if not rest:
+            return False
+        head, tail = rest[0], rest[1:]
+        if harmless(with_bows((*chosen, head))) and search((*chosen, head), tail):
+            return True
+        return search(chosen, tail)
+
+    return search((), tuple(bows))
 
 
 def _resolutions(pag: PAG) -> tuple[list[tuple[int, int]], list[list[tuple[int, int]]]]:
@@ -164,6 +183,8 @@ def _resolutions(pag: PAG) -> tuple[list[tuple[int, int]], list[list[tuple[int, 
 
 def complete_by_enumeration(pag: PAG, max_circles: int = 14) -> tuple[PAG, CompletionReport]:
     """The endpoint-wise intersection of all realisable MAGs in the class of ``pag`` (needs its sepsets)."""
+    if any(not t for t in pag.f_targets.values()):
+        raise ValueError("the completion checks realisability with F -> S_F: it needs known (non-empty) targets")
     report = CompletionReport(circles_in=pag.n_circles())
     if report.circles_in == 0:
         report.members = 1
@@ -185,9 +206,7 @@ def complete_by_enumeration(pag: PAG, max_circles: int = 14) -> tuple[PAG, Compl
             continue
         if not np.array_equal(fci_pag_of_mag(cand).marks, reference):
             continue
-        ok, truncated = is_realisable(cand)
-        report.bows_truncated += int(truncated)
-        if not ok:
+        if not is_realisable(cand):
             continue
         report.members += 1
         agreed = cand.marks.copy() if agreed is None else np.where(agreed == cand.marks, agreed, CIRCLE)

@@ -258,13 +258,14 @@ FCI_RULES: tuple[Rule, ...] = (rule1, rule2, rule3, rule4, rule8, rule9, rule10)
 def orient(pag: PAG, extra_rules: Iterable[Rule] = (), skip_r0: bool = False) -> PAG:
     """R0 once, then ``extra_rules`` and R1-R4, R8-R10 interleaved until a fixed point. Mutates and returns."""
     extra = tuple(extra_rules)
-    if not skip_r0:
-        orient_unshielded_colliders(pag)
-    changed = True
-    while changed:
-        changed = False
-        for rule in (*extra, *FCI_RULES):
-            changed |= bool(rule(pag))
+    with pag.frozen_adjacency():  # rules change marks, never edges
+        if not skip_r0:
+            orient_unshielded_colliders(pag)
+        changed = True
+        while changed:
+            changed = False
+            for rule in (*extra, *FCI_RULES):
+                changed |= bool(rule(pag))
     return pag
 
 

@@ -33,6 +33,8 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,7 @@ class PAG:
     f_targets: dict[int, frozenset[int]] = field(default_factory=dict)
     sepsets: dict[tuple[int, int], frozenset[int]] = field(default_factory=dict)
     conflicts: str = "raise"  # what a rule does when it would overwrite a non-circle mark: "raise" or "keep"
+    _frozen: list[list[int]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.marks = np.asarray(self.marks, dtype=np.int8).copy()
@@ -86,8 +89,24 @@ class PAG:
         return bool(self.marks[a, b])
 
     def neighbours(self, a: int) -> list[int]:
+        """Nodes adjacent to ``a`` (ascending). Read-only inside :meth:`frozen_adjacency`."""
         WORK["adjacency_scans"] += 1
+        if self._frozen is not None:
+            return self._frozen[a]
         return [int(b) for b in np.flatnonzero(self.marks[a])]
+
+    @contextmanager
+    def frozen_adjacency(self) -> Iterator[PAG]:
+        """Promise that no edge is added or removed inside the block (marks may change): neighbour lists are
+        computed once. The orientation rules run inside it; they only ever turn circles into arrows or tails."""
+        if self._frozen is not None:  # nested: the outer block already froze it
+            yield self
+            return
+        self._frozen = [[int(b) for b in np.flatnonzero(row)] for row in self.marks]
+        try:
+            yield self
+        finally:
+            self._frozen = None
 
     def is_f(self, v: int) -> bool:
         return v in self.f_targets
@@ -95,6 +114,13 @@ class PAG:
     @property
     def observed(self) -> list[int]:
         return [v for v in range(self.n) if v not in self.f_targets]
+
+    def possible_targets(self, f: int) -> list[int]:
+        """Observed nodes adjacent to F-node ``f``: every target of ``f`` is among them (``F -> X`` is an edge of
+        the I-MAG for each ``X`` in ``S_F``), which is what is known of the targets when they are unknown."""
+        if f not in self.f_targets:
+            raise ValueError(f"{self.names[f] if 0 <= f < self.n else f} is not an F-node")
+        return [v for v in self.neighbours(f) if v not in self.f_targets]
 
     def edges(self) -> list[tuple[int, int]]:
         return [(int(a), int(b)) for a, b in zip(*np.nonzero(np.triu(self.marks)), strict=True)]
@@ -121,6 +147,16 @@ class PAG:
             "marks": self.marks.tolist(),
             "f_targets": {str(k): sorted(v) for k, v in self.f_targets.items()},
         }
+
+    def plot(self, ax: Any = None, pos: Any = None, **kwargs: Any) -> Any:
+        """Draw the PAG with matplotlib (arrowheads, open circles, tails; F-nodes square); returns the axes.
+
+        ``pos`` maps node names (or indices) to ``(x, y)``; see :func:`.draw.plot_pag` for the rest.
+        Save with ``ax.figure.savefig("pag.png")``.
+        """
+        from icml26.causal.ifci_completion.draw import plot_pag
+
+        return plot_pag(self, ax, pos, **kwargs)
 
     # ------------------------------------------------------------------ interop
     def to_pcalg(self) -> np.ndarray:

