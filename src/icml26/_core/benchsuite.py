@@ -13,7 +13,7 @@ the committed table. The JSON document::
       "schema": "icml26.bench/1",
       "size": "full",
       "created": "2026-05-01T12:00:00+00:00",
-      "machine": {"platform": ..., "cpu": ..., "cpu_count": 2, "python": "3.11.9"},
+      "machine": {"platform": ..., "cpu": ..., "cpu_isa": "AVX512", "cpu_count": 2, "python": "3.11.9"},
       "commit": {"sha": ..., "dirty": false} | null,
       "threads": {"cpu_count": 2, "omp_num_threads": "1", ...},   # the environment the benchmarks ran in
       "versions": {"icml26": "0.1.0", "numpy": ..., "torch": ..., ...},
@@ -239,17 +239,12 @@ def run_suite(
 
 
 def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from icml26._core.provenance import cpu_isa, cpu_model
+
     return {
         "platform": platform.platform(),
-        "cpu": cpu,
+        "cpu": cpu_model() or platform.machine(),
+        "cpu_isa": cpu_isa(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
     }
@@ -321,7 +316,8 @@ def render_markdown(doc: Mapping[str, Any]) -> str:
         "or higher throughput, as the unit says).",
         "",
         f"- size: {doc['size']}; created {doc['created']}",
-        f"- machine: {machine['cpu']}, {machine['cpu_count']} CPUs; {machine['platform']}; python {machine['python']}",
+        f"- machine: {machine['cpu']} ({machine.get('cpu_isa') or 'ISA unknown'}), {machine['cpu_count']} CPUs; "
+        f"{machine['platform']}; python {machine['python']}",
         f"- threads: {threads}",
         f"- versions: {versions}",
         f"- commit: {sha}",

@@ -19,7 +19,7 @@ from typing import Any
 
 import icml26
 
-__all__ = ["git_revision", "package_version", "provenance", "thread_settings"]
+__all__ = ["cpu_isa", "cpu_model", "git_revision", "package_version", "provenance", "thread_settings"]
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
 
@@ -60,6 +60,51 @@ def git_revision() -> dict[str, Any] | None:
     return {"sha": sha, "dirty": bool(dirty)}
 
 
+# x86 instruction-set levels, best first: the level decides which vectorised kernels numpy and torch pick, and so
+# the last bits of float results (a card's numbers may differ in rounding between an AVX2 and an AVX-512 machine).
+_ISA_LEVELS = (("avx512f", "AVX512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"), ("asimd", "NEON"))
+
+
+def _cpuinfo_field(name: str) -> str | None:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == name:
+            return value.strip()
+    return None
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str | None:
+    """The CPU's model name (Linux /proc/cpuinfo, else the platform's processor string), or None."""
+    return _cpuinfo_field("model name") or platform.processor() or None
+
+
+def cpu_isa() -> str | None:
+    """The best vector instruction set the CPU offers, and the one torch's kernels use when they differ.
+
+    torch's choice is read only if torch is already loaded (this module never imports it); ``ATEN_CPU_CAPABILITY``
+    lowers it on purpose, e.g. to reproduce a card made on an AVX2 machine.
+    """
+    flags = set((_cpuinfo_field("flags") or _cpuinfo_field("features") or "").split())
+    level = next((label for flag, label in _ISA_LEVELS if flag in flags), None)
+    torch = sys.modules.get("torch")
+    kernels = None
+    if torch is not None:
+        try:
+            kernels = str(torch.backends.cpu.get_cpu_capability())
+        except (AttributeError, RuntimeError):
+            kernels = None
+    # a forced capability reaches torch in worker processes even when this process has not loaded torch
+    kernels = kernels or os.environ.get("ATEN_CPU_CAPABILITY", "").upper() or None
+    if kernels and level and kernels.upper() != level:
+        return f"{level} (torch kernels: {kernels})"
+    return level or (f"torch kernels: {kernels}" if kernels else None)
+
+
 def thread_settings() -> dict[str, Any]:
     info: dict[str, Any] = {"cpu_count": os.cpu_count()}
     info.update({v.lower(): os.environ.get(v) for v in _THREAD_VARS})
@@ -76,6 +121,8 @@ def provenance(data_packages: Iterable[str] = ()) -> dict[str, Any]:
         "git": git_revision(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "cpu": cpu_model(),
+        "cpu_isa": cpu_isa(),
         "numpy": package_version("numpy"),
         "scipy": package_version("scipy"),
         "torch": package_version("torch"),
