@@ -77,7 +77,7 @@ class CharLMTask:
     config: MoEConfig
     world_seed: int
     batch_size: int = 16
-    eval_windows: int = 64
+    eval_windows: int = 256
     probe_windows: int = 32
 
     def __post_init__(self) -> None:
