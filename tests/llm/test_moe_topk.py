@@ -339,6 +339,18 @@ def test_named_bad_inputs_get_one_clear_error_each():
         layer(torch.tensor([[float("nan"), 0.0, 0.0, 0.0]]))
     with pytest.raises(ValueError, match=r"cannot exceed num_experts"):
         flops_per_token(MoEConfig(num_experts=4, num_experts_per_tok=2), 5)
+    with pytest.raises(TypeError, match=r"float64 but the layer is torch.float32"):
+        layer(torch.randn(3, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"floating-point"):
+        layer(torch.ones(3, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"vocab_size=20"):
+        build_model(LM).loss(torch.full((2, 5), 20))
+    with pytest.raises(ValueError, match=r"input_size=16"):
+        build_model(MoEConfig())(torch.randn(4, 15))
+    with pytest.raises(ValueError, match=r"K must be <= M"):
+        optimal_topk([(1, 10, 0.5), (2, 10, 0.4)], 16, candidates=[1, 32])
+    with pytest.raises(ValueError, match=r"disagrees with num_experts"):
+        optimal_topk([(1, 10, 0.5), (2, 10, 0.4)], 8, config=MoEConfig(num_experts=16))
 
 
 # -------------------------------------------------------------------------------------------------- benchmark

@@ -161,6 +161,11 @@ class TopKMoE(nn.Module):
             raise ValueError(
                 f"hidden_states must have shape (..., hidden_size={self.hidden_size}), got {tuple(hidden_states.shape)}"
             )
+        if not hidden_states.is_floating_point():
+            raise TypeError(f"hidden_states must be a floating-point tensor, got {hidden_states.dtype}")
+        dtype = self.gate.weight.dtype
+        if hidden_states.dtype != dtype and not torch.is_autocast_enabled(hidden_states.device.type):
+            raise TypeError(f"hidden_states are {hidden_states.dtype} but the layer is {dtype}: cast one to the other")
         shape = hidden_states.shape
         x = hidden_states.reshape(-1, self.hidden_size)
         router_logits = self.gate(x)

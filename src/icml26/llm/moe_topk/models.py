@@ -46,6 +46,8 @@ class MoERegressor(nn.Module):
         self.head = nn.Linear(config.hidden_size, config.output_size)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if x.ndim < 1 or x.shape[-1] != self.config.input_size:
+            raise ValueError(f"inputs must have shape (..., input_size={self.config.input_size}), got {tuple(x.shape)}")
         h = self.in_proj(x)
         aux = h.new_zeros(())
         for norm, moe in zip(self.norms, self.moes, strict=True):
@@ -99,6 +101,10 @@ class CharMoELM(nn.Module):
         nn.init.normal_(self.position.weight, std=0.02)
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if ids.ndim != 2 or ids.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"ids must be an integer tensor (batch, sequence), got {ids.dtype} {tuple(ids.shape)}")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size):
+            raise ValueError(f"ids must lie in [0, vocab_size={self.config.vocab_size})")
         s = ids.shape[1]
         if s > self.config.max_position_embeddings:
             raise ValueError(

@@ -116,7 +116,11 @@ def budget_study(setting: Mapping[str, Any], seed: int) -> dict[str, Any]:
     fit_loss = optimal_topk([(k, dense_steps, short[k]["train_loss"]) for k in fit_ks], m, config=cfg, candidates=ks)
 
     steps = {k: steps_for_budget(budget, cfg, k, tokens) for k in ks}
-    evaluation = {k: train_run(task, k, steps[k], seed, lr) for k in ks}
+    # a short run with the budget's own horizon (K = M) is the same run as its evaluation run: reuse it
+    evaluation = {
+        k: short[k] if k in short and short[k]["steps"] == steps[k] else train_run(task, k, steps[k], seed, lr)
+        for k in ks
+    }
     interior = [k for k in ks if ks[0] < k < ks[-1]]
     selection = {k: train_run(task, k, steps[k], seed + SELECTION_SEED_OFFSET, lr) for k in interior}
     k_sel = min(interior, key=lambda k: selection[k]["eval_loss"])
