@@ -278,6 +278,9 @@ def test_runs_are_paired_and_deterministic():
     assert one == train_run(task, 2, 5, seed=1, lr=1e-3, grad_every=2)
     assert [p[0] for p in one["probes"]] == [0, 2, 4]
     assert one["running_grad_sq"] == pytest.approx(np.mean([p[2] for p in one["probes"]]))
+    # probing does not perturb training: budget_study reuses the probed dense short run as its evaluation run
+    plain = train_run(task, 2, 5, seed=1, lr=1e-3)
+    assert all(plain[key] == one[key] for key in ("eval_loss", "train_loss", "final_grad_sq", "flops", "steps"))
     # identical initial weights for every K: the first probe's loss differs only through routing
     from icml26.llm.moe_topk.training import _make_model
 
