@@ -143,7 +143,16 @@ def plot_loss_vs_k(card: dict[str, Any], records: list[dict[str, Any]], ax: Any)
             ]
         )
         mean, sd = per_seed.mean(0), per_seed.std(0)
-        ax.plot(ks, mean, color="0.2", ls=styles[j % 4], marker="o", ms=3, label=f"R = {budget} dense steps")
+        ax.plot(ks, mean, color="0.2", ls=styles[j % 4], marker="o", ms=3)
+        # each budget named at its line's end (a legend of every budget would not fit beside the judged panel)
+        ax.annotate(
+            f"R = {budget} dense steps",
+            (ks[-1], mean[-1]),
+            xytext=(-4, 4),
+            textcoords="offset points",
+            ha="right",
+            fontsize=7,
+        )
         ax.fill_between(ks, mean - sd, mean + sd, color="0.5", alpha=0.2, lw=0)
         chosen = [r["metrics"]["interior_selected"]["k"] for r in cells]
         picked = [r["metrics"]["interior_selected"]["eval_loss"] for r in cells]
@@ -153,13 +162,13 @@ def plot_loss_vs_k(card: dict[str, Any], records: list[dict[str, Any]], ax: Any)
             color=arm_style(card, "interior_selected")["color"],
             s=14,
             zorder=4,
-            label="interior K chosen on the selection replicate" if j == 0 else None,
+            label="interior K (selection replicate)" if j == 0 else None,
         )
     ax.set_xscale("log", base=2)
     ax.set_xticks(KS, [str(k) for k in KS])
-    ax.set_xlabel("K (experts per token), fixed FLOP budget R")
+    ax.set_xlabel("K (experts per token) at a fixed FLOP budget R")
     ax.set_ylabel("held-out loss at the end of the run", fontsize=8)
-    band_key(ax)
+    band_key(ax, label="± 1 sd over seeds")
     ax.legend()
 
 
