@@ -93,3 +93,28 @@ def test_arm_style_highlights_the_claims_own_method():
     colours = {arm_style(card, m)["color"] for m in ("ours", "a", "b")}
     assert len(colours) == 3
     assert arm_style(card, "extra") == arm_style(card, "extra")  # stable across calls and processes
+
+
+def test_a_legend_below_a_narrow_panel_uses_only_the_columns_that_fit():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from icml26._core.plots import legend_outside
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3))
+    long = ["interior_selected (mean ± 1 sd over seeds)", "K=1 (mean ± 1 sd over seeds)", "K=16 (mean ± 1 sd)"]
+    for label in long:
+        right.plot([0, 1], [0, 1], label=label)
+    for label in ("a", "b", "c"):
+        left.plot([0, 1], [1, 0], label=label)
+    fig.canvas.draw()
+    wide_labels = legend_outside(right, below=True)
+    short_labels = legend_outside(left, below=True)
+    assert wide_labels._ncols == 1  # three 40-character columns cannot sit under a 3-inch panel
+    assert short_labels._ncols == 3
+    fig.canvas.draw()
+    edge = fig.bbox.x1
+    assert wide_labels.get_window_extent().x1 <= edge
+    plt.close(fig)

@@ -146,13 +146,22 @@ def legend_outside(ax: Any, *, twins: Sequence[Any] = (), below: bool | None = N
             labels,
             loc="upper center",
             bbox_to_anchor=(0.5, -0.16),
-            ncol=min(3, len(labels)),
+            ncol=_columns_that_fit(ax, labels, fontsize),
             fontsize=fontsize,
             frameon=False,
         )
     return ax.legend(
         handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=fontsize, frameon=False
     )
+
+
+def _columns_that_fit(ax: Any, labels: Sequence[str], fontsize: float) -> int:
+    """At most 3 legend columns, and no more than fit under the axes: long labels in a narrow panel would run
+    past the figure's edge or into the next panel's legend."""
+    width_points = ax.get_position().width * ax.figure.get_figwidth() * 72
+    # a column is the marker (about 4 characters wide) plus its longest label; 0.6 em is an average character
+    column_points = (max(len(label) for label in labels) + 4) * 0.6 * fontsize
+    return max(1, min(3, len(labels), int(width_points // column_points)))
 
 
 def _twin_groups(fig: Any) -> list[list[Any]]:
