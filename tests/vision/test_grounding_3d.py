@@ -225,7 +225,9 @@ def test_noisy_proposals_label_the_best_overlap_and_crop_the_points():
     np.testing.assert_allclose(
         iou3d_aabb(chosen, b["gt_box"].double()).numpy(), data.max_iou, atol=1e-5
     )  # float32 boxes
-    assert np.mean(data.max_iou >= 0.5) > 0.8  # a decent detector: most targets have a good proposal
+    # a detector like ScanRefer's: most targets have a proposal at IoU 0.25, fewer at 0.5 (0.89 and 0.76 on 150
+    # scenes of seeds 4 and 5), and some have none (misses, merges): the oracle's ceiling is below 1
+    assert 0.8 < np.mean(data.max_iou >= 0.25) < 0.98 and 0.6 < np.mean(data.max_iou >= 0.5) < 0.9
 
 
 # --------------------------------------------------------------------------------------- model behaviour
