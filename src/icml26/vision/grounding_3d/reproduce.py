@@ -123,10 +123,12 @@ def plot_families(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) 
     ok = [r for r in records if r["status"] == "ok"]
     arms = [a for a in ARMS if ok and a in ok[0]["metrics"]]
     width = 0.8 / max(1, len(arms))
+    judged = {card["claim"]["method"], *card["claim"]["baselines"]}
+    extras = [a for a in arms if a not in judged]  # distinct colours for arms the claim does not judge
     x = np.arange(len(FAMILIES))
     for k, arm in enumerate(arms):
         vals = np.array([[r["metrics"][arm].get(f"acc_{f}", np.nan) for f in FAMILIES] for r in ok])
-        style = arm_style(card, arm, index=k)
+        style = arm_style(card, arm, index=extras.index(arm) if arm in extras else None)
         ax.bar(
             x + (k - (len(arms) - 1) / 2) * width,
             np.nanmean(vals, 0),
@@ -140,6 +142,7 @@ def plot_families(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) 
     ax.set_ylabel("test accuracy (ground-truth objects)")
     ax.set_ylim(0, 1.05)
     ax.set_title("accuracy per relation family (shown, not judged)", fontsize=8)
+    ax.legend(title="arm (bars: +-1 sd over seeds)", fontsize=7, title_fontsize=7)
 
 
 STUDY = profiles(
