@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from icml26._core import single_torch_thread
 from icml26.vision.grounding_3d import (
     DecomposedSpectralGeometry,
     FourierRelPos,
@@ -35,10 +36,8 @@ from icml26.vision.grounding_3d.vocab import FAMILIES, FAMILY_WORDS, PARTNER, Vo
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with single_torch_thread():
+        yield
 
 
 def _batch(data, idx):
