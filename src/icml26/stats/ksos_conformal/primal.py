@@ -26,7 +26,7 @@ def _cvxpy():  # type: ignore[no-untyped-def]
     return cp
 
 
-def solve_primal(problem: BandProblem, *, tol: float = 1e-9, verbose: bool = False) -> BandSolution:
+def solve_primal(problem: BandProblem, *, tol: float = 1e-8, verbose: bool = False) -> BandSolution:
     """Solve P with Clarabel; ``dual_value`` is Clarabel's reported optimum (its gap is below ``tol``)."""
     cp = _cvxpy()
     r, V, y, up = problem.rank, problem.V, problem.targets, problem.upper

@@ -194,7 +194,8 @@ def symmetry_test(
     flipped = signs * r  # (B + 1, m)
     w_sym = _calibrated_widths(np.abs(flipped) / np.sqrt(fs), sum_sym, confidence_level)  # (B + 1,)
     w_asym = _calibrated_widths(signed_scores(flipped[:, None, :], fu[None], fl[None]), sum_asym, confidence_level)
-    stats = (w_sym - w_asym.min(axis=1)) / w_sym
+    gain = w_sym - w_asym.min(axis=1)
+    stats = np.divide(gain, w_sym, out=np.zeros_like(gain), where=w_sym > 0)  # w_sym = 0: all residuals are 0
     t, null = float(stats[0]), stats[1:]
     pvalue = float((1 + np.sum(null >= t - 1e-12)) / (n_flips + 1))
     reject = pvalue <= test_level
