@@ -5,9 +5,9 @@ standardised), Gaussian-kernel Nystrom features of rank r (landmarks drawn from 
 constraints with c = 1 / alpha = 10 (the estimator's defaults). Both sides solve exactly the same problem:
 
 - ours: ``solve_dual`` (FISTA with restarts on the dual; relative duality gap <= tol, certified);
-- anchor: the primal as a conic program in cvxpy, solved by Clarabel (interior point, its tolerances 1e-8, the defaults), i.e.
-  what one writes with the field's convex-optimisation stack. Its time includes cvxpy's canonicalisation, which
-  is part of using it.
+- anchor: the primal as a conic program in cvxpy, solved by Clarabel (interior point, its default tolerances
+  1e-8), i.e. what one writes with the field's convex-optimisation stack. Its time includes cvxpy's
+  canonicalisation, which is part of using it.
 
 Rows: the coupled problem (mu = 3 lambda, the joint dual over alpha and Z+-) and the decoupled one (mu = 0, Z
 maximised out) at the estimator's default tolerance 1e-4, and the coupled one at tol 1e-6; ``extra`` records the
@@ -27,7 +27,7 @@ from icml26.stats.ksos_conformal import BandProblem, FeatureMap, solve_dual, sol
 from icml26.stats.ksos_conformal.data import make_regression_data
 
 PAPER = "ksos_conformal"
-SIZES = {"tiny": (150, 15, 1), "quick": (500, 40, 2), "full": (1000, 50, 3)}  # n, Nystrom rank, timing repeats
+SIZES = {"tiny": (150, 15, 1), "quick": (500, 40, 1), "full": (1000, 50, 2)}  # n, Nystrom rank, timing repeats
 ANCHOR = "cvxpy 1.9 + Clarabel primal (same problem)"
 REG, SLACK = 1e-2, 10.0
 
@@ -44,31 +44,33 @@ def problem(n: int, rank: int, mu: float, seed: int = 0) -> BandProblem:
 
 def rows(size: str = "full") -> list[BenchRow]:
     n, rank, repeat = SIZES[size]
-    out = []
+    out: list[BenchRow] = []
+    anchors: dict[float, tuple[float, float]] = {}  # mu -> (Clarabel's median seconds, its optimum)
     for mu, tol in ((3 * REG, 1e-4), (0.0, 1e-4), (3 * REG, 1e-6)):
         prob = problem(n, rank, mu)
-        reference = solve_primal(prob)
-        ours = solve_dual(prob, tol=tol, max_iter=20000)
-        t = interleaved_medians(
-            {
-                "ours": lambda p=prob, tol=tol: solve_dual(p, tol=tol, max_iter=20000),
-                "anchor": lambda p=prob: solve_primal(p),
-            },
-            repeat=repeat,
-            warmup=0,
-        )
-        rel = abs(ours.primal_value - reference.dual_value) / abs(reference.dual_value)
+        last: dict[str, object] = {}
+        contenders = {
+            "ours": lambda p=prob, t=tol, keep=last: keep.__setitem__("ours", solve_dual(p, tol=t, max_iter=20000))
+        }
+        if mu not in anchors:  # the tol 1e-6 row reuses the same problem's anchor timing
+            contenders["anchor"] = lambda p=prob, keep=last: keep.__setitem__("anchor", solve_primal(p))
+        t = interleaved_medians(contenders, repeat=repeat, warmup=0)
+        if "anchor" in last:
+            anchors[mu] = (t["anchor"], last["anchor"].dual_value)  # type: ignore[attr-defined]
+        anchor_s, optimum = anchors[mu]
+        ours = last["ours"]
+        rel = abs(ours.primal_value - optimum) / abs(optimum)  # type: ignore[attr-defined]
         out.append(
             BenchRow(
                 PAPER,
                 f"band problem n={n} Nystrom r={rank} mu={mu:g} tol={tol:g}",
                 ANCHOR,
                 t["ours"],
-                t["anchor"],
+                anchor_s,
                 "s",
                 ours_name="icml26 dual FISTA",
-                notes=f"{ours.n_iter} iterations; objective within {rel:.1e} of Clarabel's optimum",
-                extra={"iterations": ours.n_iter, "relative_objective_gap": rel, "converged": ours.converged},
+                notes=f"{ours.n_iter} iterations; objective within {rel:.1e} of Clarabel's optimum",  # type: ignore[attr-defined]
+                extra={"iterations": ours.n_iter, "relative_objective_gap": rel, "converged": ours.converged},  # type: ignore[attr-defined]
             )
         )
     return out
