@@ -140,10 +140,11 @@ def _ok(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _label(setting: dict[str, Any]) -> str:
+    """A compact three-line tick label: noise (+ outlier share), bias and d, n_tr."""
     if setting["data"] == "diabetes":
         return "diabetes"
-    extra = f", out {setting['outliers']:g}" if setting.get("outliers") else ""
-    return f"{setting['noise'][:3]} b={setting['bias']:g} d={setting['d']} n={setting['n_tr']}{extra}"
+    extra = f"+{setting['outliers']:g}" if setting.get("outliers") else ""
+    return f"{setting['noise'][:3]}{extra}\nb{setting['bias']:g} d{setting['d']}\nn{setting['n_tr']}"
 
 
 def _per_setting(records: list[dict[str, Any]], metric: str) -> tuple[list[str], dict[str, list[float]]]:
@@ -158,14 +159,28 @@ def _per_setting(records: list[dict[str, Any]], metric: str) -> tuple[list[str],
     }
 
 
-def _arm_lines(card: dict[str, Any], ax: Any, labels: list[str], values: dict[str, list[float]]) -> None:
+def _style(card: dict[str, Any], arm: str) -> dict[str, Any]:
+    """The claim's method blue, its baselines their colours, every other arm its own distinct colour."""
     from icml26._core.plots import arm_style
 
+    claim = card["claim"]
+    others = [a for a in ARMS if a != claim["method"] and a not in claim["baselines"]]
+    return arm_style(card, arm, index=others.index(arm) if arm in others else None)
+
+
+def _arm_lines(card: dict[str, Any], ax: Any, labels: list[str], values: dict[str, list[float]]) -> None:
+    """One line per arm across settings; with a single setting, one bar per arm."""
+    if len(labels) == 1:
+        for i, (arm, ys) in enumerate(values.items()):
+            ax.bar(i, ys[0], color=_style(card, arm)["color"], alpha=0.8, label=arm)
+        ax.set_xticks([])  # the legend names the bars
+        ax.set_title(labels[0].replace("\n", " "), fontsize=8)
+        ax.set_ylim(min(min(v) for v in values.values()) * 0.95, max(max(v) for v in values.values()) * 1.02)
+        return
     x = range(len(labels))
-    for i, (arm, ys) in enumerate(values.items()):
-        style = arm_style(card, arm, index=i)
-        ax.plot(x, ys, marker="o", ms=3, label=arm, **style)
-    ax.set_xticks(list(x), labels, rotation=60, ha="right", fontsize=6)
+    for arm, ys in values.items():
+        ax.plot(x, ys, marker="o", ms=3, label=arm, **_style(card, arm))
+    ax.set_xticks(list(x), labels, fontsize=5)
 
 
 def plot_coverage(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
@@ -197,13 +212,13 @@ def plot_conditional(card: dict[str, Any], records: list[dict[str, Any]], ax: An
     """Coverage per bin of x_1 (diabetes: of the prediction), every arm, pooled over settings and seeds."""
     import numpy as np
 
-    from icml26._core.plots import arm_style, reference_line
+    from icml26._core.plots import reference_line
 
     rows = [row for r in _ok(records) for row in r["curves"]["coverage_by_bin"]]
-    for i, arm in enumerate(ARMS):
+    for arm in ARMS:
         bins = sorted({row["bin"] for row in rows if row["arm"] == arm})
         ys = [np.mean([row["coverage"] for row in rows if row["arm"] == arm and row["bin"] == b]) for b in bins]
-        ax.plot(bins, ys, marker="o", ms=3, label=arm, **arm_style(card, arm, index=i))
+        ax.plot(bins, ys, marker="o", ms=3, label=arm, **_style(card, arm))
     reference_line(ax, CONFIDENCE, f"nominal {CONFIDENCE:g}")
     ax.set_xlabel("bin of x_1 quantiles (low -> high noise at both ends)")
     ax.set_ylabel("coverage in the bin (mean over cells)")
@@ -221,7 +236,7 @@ def plot_picks(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> 
         ps = [p for p in ps if p is not None]
         ax.scatter([i] * len(ps), ps, s=12, color="#0969da", alpha=0.6, label="p-value of one cell" if i == 0 else None)
     reference_line(ax, 0.1, "test level 0.1 (reject: asymmetric band)")
-    ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=6)
+    ax.set_xticks(range(len(labels)), labels, fontsize=5)
     ax.set_ylabel("sign-flip p-value")
     ax.set_ylim(0, 1.02)
     ax.legend()
