@@ -378,3 +378,16 @@ def test_automatic_penalty_keeps_symmetry_on_gaussian_noise_over_seeds():
         picks.append(math.isinf(est.symmetry_penalty_))
         assert est.symmetry_test_ is not None and 0 < est.symmetry_test_.pvalue <= 1
     assert sum(picks) >= 4  # notes: symmetric in at least 4 of 5 seeds
+
+
+def test_dataframe_inputs_reach_the_estimator_with_their_feature_names():
+    pd = pytest.importorskip("pandas")
+    (model, tr, cal, test), _ = _fitted((80, 60, 40, 10), 2, "normal", 8)
+    frame = lambda split: pd.DataFrame(split.X, columns=["a", "b"])  # noqa: E731
+    fitted = LinearRegression().fit(frame(model), model.y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn warns when a DataFrame-fitted model gets an array
+        est = KSoSConformal(fitted, length_scale=0.5, symmetry_penalty=0.0).fit(frame(tr), tr.y)
+        y_pred, iv = est.conformalize(frame(cal), cal.y).predict_interval(frame(test))
+    np.testing.assert_allclose(y_pred, fitted.predict(frame(test)))
+    assert iv.shape == (10, 2, 1)

@@ -175,6 +175,7 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> KSoSConformal:
         """Learn the band shape f+- (and fit the estimator when ``prefit=False``)."""
         self._check_params()
+        X_in = X  # the estimator sees the user's own input (a DataFrame keeps its feature names)
         X, y = validate_data(self, X, y, y_numeric=True)
         rs = self.random_state
         fixed = isinstance(rs, numbers.Integral) and rs >= 0
@@ -190,13 +191,13 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
                     "fit it first or pass prefit=False"
                 ) from exc
             self.estimator_ = base
-            residuals = y - np.asarray(base.predict(X), float).reshape(-1)
+            residuals = y - np.asarray(base.predict(X_in), float).reshape(-1)
         else:
             if n < 2:
                 raise ValueError(f"prefit=False needs at least 2 samples for out-of-fold residuals; n_samples = {n}")
-            self.estimator_ = clone(base).fit(X, y)
+            self.estimator_ = clone(base).fit(X_in, y)
             folds = KFold(min(self.cv, n), shuffle=True, random_state=self._seed(3))
-            residuals = y - np.asarray(cross_val_predict(clone(base), X, y, cv=folds), float).reshape(-1)
+            residuals = y - np.asarray(cross_val_predict(clone(base), X_in, y, cv=folds), float).reshape(-1)
         if not np.all(np.isfinite(residuals)):
             raise ValueError("the estimator's predictions on X_train are not finite")
 
@@ -310,7 +311,7 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         """The point prediction m(x) of the fitted estimator."""
-        X, _ = self._standardise(X)
+        self._standardise(X)  # validates X against the training data
         return np.asarray(self.estimator_.predict(X), float).reshape(-1)
 
     # ---------------------------------------------------------------------------------- conformalize
@@ -319,6 +320,7 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
         ceil((n + 1) level)-th smallest S. Raises if n is too small for a finite q at some level."""
         check_is_fitted(self, "solution_")
         X, y = validate_data(self, X_conformalize, y_conformalize, reset=False, y_numeric=True)
+        m = np.asarray(self.estimator_.predict(X_conformalize), float).reshape(-1)
         levels = _levels(self.confidence_level)
         n = len(y)
         need = max(math.ceil(1.0 / (1.0 - c) - 1.0 - 1e-12) for c in levels)
@@ -328,7 +330,7 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
                 f"(ceil((n + 1) * level) must be <= n for a finite band)"
             )
         f_up, f_lo = band_values(self.features_, self.solution_, (X - self.x_mean_) / self.x_scale_)
-        residuals = (y - np.asarray(self.estimator_.predict(X), float).reshape(-1)) / self.residual_scale_
+        residuals = (y - m) / self.residual_scale_
         scores = signed_scores(residuals, f_up, f_lo)
         ordered = np.sort(scores)
         self.conformity_scores_ = scores
