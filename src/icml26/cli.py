@@ -424,6 +424,8 @@ def report(
     if not directory_arg.strip():
         _fail("DIRECTORY must not be empty")
     directory = Path(directory_arg)
+    if directory.exists() and not directory.is_dir():
+        _fail(f"{str(directory)!r} is a file; give the folder that holds the cards")
     if not directory.is_dir():
         _fail(f"no such folder: {str(directory)!r}")
     if out_arg is not None and not out_arg.strip():

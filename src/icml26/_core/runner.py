@@ -47,6 +47,7 @@ as is a write that fails later.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import os
@@ -443,12 +444,11 @@ def run(
     if report:
         from icml26._core.report import committed_results, default_bench, write_report
 
-<<<<<<< HEAD
         # lead with the run just made; the committed full-profile cards of the checkout are its reference
-        write_report(out_dir, profile=profile, reference=committed_results(), bench=default_bench())
-=======
-        _write(write_report, out_dir)
->>>>>>> infra
+        _write(
+            functools.partial(write_report, profile=profile, reference=committed_results(), bench=default_bench()),
+            out_dir,
+        )
     return result
 
 
