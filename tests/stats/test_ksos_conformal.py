@@ -349,9 +349,24 @@ def test_other_user_mistakes_get_clear_errors(fitted_band):
         est.predict_scale(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="0 sample"):
         est.conformalize(np.zeros((0, 1)), np.zeros(0))
-    for bad in (dict(reg=0.0), dict(symmetry_penalty=-1.0), dict(solver="scs"), dict(slack=-2.0)):
+    bad_params = (
+        dict(reg=0.0),
+        dict(symmetry_penalty=-1.0),
+        dict(solver="scs"),
+        dict(slack=-2.0),
+        dict(length_scale=math.inf),
+        dict(symmetry_grid=(-1.0,)),
+        dict(symmetry_grid=()),
+        dict(n_flips=0),
+        dict(cv=1),
+        dict(max_iter=0),
+        dict(tol=0.0),
+    )
+    for bad in bad_params:
         with pytest.raises(ValueError, match=next(iter(bad))):
             KSoSConformal(pred, **bad).fit(np.zeros((20, 1)), np.zeros(20))
+    with pytest.raises(ValueError, match="max_iter >= 1"):
+        solve_dual(_problem(n=10), max_iter=0)
 
 
 # ------------------------------------------------------------------------------ the notes' assertions

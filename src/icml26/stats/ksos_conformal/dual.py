@@ -103,6 +103,8 @@ def solve_dual(
     For mu = 0 and mu = inf the Z blocks are maximised out in closed form (``BandProblem.reduced_dual_parts``) and
     the iteration runs on alpha alone, with the full step 1 / L; otherwise on (alpha, Z+, Z-) with block steps.
     """
+    if not (max_iter >= 1 and check_every >= 1 and tol > 0):
+        raise ValueError(f"need max_iter >= 1, check_every >= 1 and tol > 0; got {max_iter}, {check_every}, {tol}")
     n, r, lam = problem.n, problem.rank, problem.reg
     hi, targets = problem.alpha_bound, problem.targets
     reduced = problem.reducible

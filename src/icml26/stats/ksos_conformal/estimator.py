@@ -145,8 +145,9 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------- checks
     def _check_params(self) -> None:
         _levels(self.confidence_level)
-        if not (self.length_scale == "hsic" or (isinstance(self.length_scale, numbers.Real) and self.length_scale > 0)):
-            raise ValueError(f"length_scale must be 'hsic' or a positive number, got {self.length_scale!r}")
+        ell = self.length_scale
+        if not (ell == "hsic" or (isinstance(ell, numbers.Real) and 0 < ell < math.inf)):
+            raise ValueError(f"length_scale must be 'hsic' or a positive finite number, got {self.length_scale!r}")
         if not (isinstance(self.reg, numbers.Real) and 0 < self.reg < math.inf):
             raise ValueError(f"reg must be a positive finite number, got {self.reg!r}")
         mu = self.symmetry_penalty
@@ -164,6 +165,17 @@ class KSoSConformal(RegressorMixin, BaseEstimator):
             raise ValueError(f"selection_size must be in (0, 1), got {self.selection_size!r}")
         if not 0 < self.test_level < 1:
             raise ValueError(f"test_level must be in (0, 1), got {self.test_level!r}")
+        grid = self.symmetry_grid
+        if grid is not None and not (
+            len(grid) > 0 and all(isinstance(g, numbers.Real) and 0 <= g < math.inf for g in grid)
+        ):
+            raise ValueError(f"symmetry_grid must be a non-empty tuple of finite numbers >= 0, got {grid!r}")
+        for name, low in (("n_flips", 1), ("cv", 2), ("max_iter", 1)):
+            value = getattr(self, name)
+            if not (isinstance(value, numbers.Integral) and value >= low):
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not (isinstance(self.tol, numbers.Real) and 0 < self.tol < 1):
+            raise ValueError(f"tol (the dual's relative duality-gap tolerance) must be in (0, 1), got {self.tol!r}")
 
     def _base_estimator(self) -> Any:
         est = LinearRegression() if self.estimator is None else self.estimator
