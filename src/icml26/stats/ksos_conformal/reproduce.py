@@ -220,7 +220,7 @@ def plot_conditional(card: dict[str, Any], records: list[dict[str, Any]], ax: An
         ys = [np.mean([row["coverage"] for row in rows if row["arm"] == arm and row["bin"] == b]) for b in bins]
         ax.plot(bins, ys, marker="o", ms=3, label=arm, **_style(card, arm))
     reference_line(ax, CONFIDENCE, f"nominal {CONFIDENCE:g}")
-    ax.set_xlabel("bin of x_1 quantiles (low -> high noise at both ends)")
+    ax.set_xlabel("bin of x_1 quantiles (noise sigma(x) high at both ends, low in the middle)")
     ax.set_ylabel("coverage in the bin (mean over cells)")
     ax.legend()
 
