@@ -283,57 +283,59 @@ DIABETES_PROFILES = profiles(
 )
 
 _RUN = dict(run=run_bands)
-_WIDTH = dict(metric="width", direction="lower", relative=True, method="ksos_asym", **_RUN)
 _DIABETES = ("scikit-learn (load_diabetes, 442 rows)",)
 READING = "objective, dual and symmetry test are our reading of the abstract (package docstring)"
 
 
-def _width_claim(claim_id: str, statement: str, baseline: str, margin: float, notes: str, **kw: Any) -> Claim:
-    """A relative mean-width claim of ``ksos_asym`` against one baseline (superiority unless ``test`` says)."""
+def _claim(claim_id: str, statement: str, metric: str, plot: Any, notes: str, **kw: Any) -> Claim:
+    """A claim on ``ksos_asym`` from ``run_bands``; its notes end with what is our reading."""
+    direction = "lower" if metric == "width" else "higher"
     return Claim(
         id=claim_id,
         statement=statement,
-        baselines=(baseline,),
-        min_effect=margin,
+        metric=metric,
+        direction=direction,
+        method="ksos_asym",
         notes=f"{notes.strip()} {READING}",
-        plot=with_judged_metric(plot_width),
-        **_WIDTH,
+        plot=with_judged_metric(plot),
+        **_RUN,
         **kw,
     )
 
 
+def _width_claim(claim_id: str, statement: str, baseline: str, margin: float, notes: str, **kw: Any) -> Claim:
+    """A relative mean-width claim against one baseline (superiority unless ``test`` says)."""
+    return _claim(
+        claim_id, statement, "width", plot_width, notes, baselines=(baseline,), min_effect=margin, relative=True, **kw
+    )
+
+
 def _coverage_claim(claim_id: str, statement: str, margin: float, notes: str, **kw: Any) -> Claim:
-    """Marginal coverage of ``ksos_asym`` not below the nominal level by more than ``margin``."""
-    return Claim(
-        id=claim_id,
-        statement=statement,
-        metric="coverage",
-        direction="higher",
-        method="ksos_asym",
+    """Marginal coverage not below the nominal level by more than ``margin``."""
+    return _claim(
+        claim_id,
+        statement,
+        "coverage",
+        plot_coverage,
+        notes,
         reference=CONFIDENCE,
         test="noninferiority",
         min_effect=margin,
-        notes=f"{notes.strip()} {READING}",
-        plot=with_judged_metric(plot_coverage),
-        **_RUN,
         **kw,
     )
 
 
 def _conditional_claim(claim_id: str, statement: str, baselines: tuple[str, ...], notes: str, **kw: Any) -> Claim:
-    """A worst-bin conditional-coverage claim of ``ksos_asym`` on the synthetic grid (3 points margin)."""
-    return Claim(
-        id=claim_id,
-        statement=statement,
-        metric="worst_bin_coverage",
-        direction="higher",
-        method="ksos_asym",
+    """Worst-bin conditional coverage against ``baselines`` on the synthetic grid (3 points margin)."""
+    return _claim(
+        claim_id,
+        statement,
+        "worst_bin_coverage",
+        plot_conditional,
+        notes,
         baselines=baselines,
         min_effect=0.03,
-        notes=f"{notes.strip()} {READING}",
         profiles=_synthetic_profiles([Q_BIASED, Q_SYMMETRIC, Q_SKEWED], GRID),
-        plot=with_judged_metric(plot_conditional),
-        **_RUN,
         **kw,
     )
 
@@ -391,39 +393,33 @@ CARD = PaperCard(
             paper_figure="notes: 'modestly narrower than split-abs'",
             profiles=_synthetic_profiles([Q_BIASED], _grid(bias=(0.3,))),
         ),
-        Claim(
-            id="C3",
-            statement="The data-driven penalty identifies symmetric noise: on Gaussian noise with an unbiased "
+        _claim(
+            "C3",
+            "The data-driven penalty identifies symmetric noise: on Gaussian noise with an unbiased "
             "predictor it keeps the symmetric band in at least 80% of the runs.",
-            metric="symmetric_pick",
-            direction="higher",
-            method="ksos_asym",
+            "symmetric_pick",
+            plot_picks,
+            "reference 0.9 = 1 - the test level (exact under symmetric residuals); margin 0.1 (>= 80%) fixed "
+            "before any run. The fitted predictor's own error makes residuals not exactly symmetric. ",
             reference=0.9,
             test="noninferiority",
             min_effect=0.1,
             paper_figure="abstract: the penalty is chosen by a data-driven method which automatically identifies the "
             "symmetric nature of the noise; notes: symmetric in >= 4 of 5 seeds",
-            notes="reference 0.9 = 1 - the test level (exact under symmetric residuals); margin 0.1 (>= 80%) fixed "
-            "before any run. The fitted predictor's own error makes residuals not exactly symmetric. " + READING,
             profiles=_synthetic_profiles([Q_SYMMETRIC], _grid(noise=("normal",), bias=(0.0,))),
-            plot=with_judged_metric(plot_picks),
-            **_RUN,
         ),
-        Claim(
-            id="C3b",
-            statement="The data-driven penalty identifies skewed residuals: with exponential noise and a biased "
+        _claim(
+            "C3b",
+            "The data-driven penalty identifies skewed residuals: with exponential noise and a biased "
             "predictor it moves to an asymmetric band in at least half of the runs.",
-            metric="asymmetric_pick",
-            direction="higher",
-            method="ksos_asym",
+            "asymmetric_pick",
+            plot_picks,
+            "reference 0.1 = the pick rate under symmetry (the test level); effect >= 0.4 (rate >= 0.5) fixed "
+            "before any run. ",
             reference=0.1,
             min_effect=0.4,
             paper_figure="abstract: the intervals smoothly change from symmetric to asymmetric ones",
-            notes="reference 0.1 = the pick rate under symmetry (the test level); effect >= 0.4 (rate >= 0.5) fixed "
-            "before any run. " + READING,
             profiles=_synthetic_profiles([Q_BIASED], _grid(noise=("exponential",), bias=(0.3,))),
-            plot=with_judged_metric(plot_picks),
-            **_RUN,
         ),
         _width_claim(
             "C4",
