@@ -265,7 +265,8 @@ SMOKE = syn(1, "exponential", 0.3, 40, n_model=100, n_cal=40, n_test=200)
 Q_BIASED = syn(1, "exponential", 0.3, 100)
 Q_SYMMETRIC = syn(1, "normal", 0.0, 100)
 Q_SKEWED = syn(1, "exponential", 0.0, 100)
-SEEDS, CELL_SECONDS = (1, 3, 10), (3.0, 3.0, 6.0)
+# seconds per cell measured on the full run (2 workers): 1.1-1.5 (d = 1), 1.8-3.0 (d = 5), 2.1 (diabetes)
+SEEDS, CELL_SECONDS = (1, 3, 10), (1.5, 1.5, 2.5)
 
 
 def _grid(**match: Any) -> list[dict[str, Any]]:
@@ -279,7 +280,7 @@ def _synthetic_profiles(quick: list[dict[str, Any]], full: list[dict[str, Any]],
 OUTLIERS = [syn(d, "normal", 0.0, n, outliers=0.05) for d in (1, 5) for n in (100, 300)]
 SMALL = [syn(d, z, 0.3, 50) for d in (1, 5) for z in ("exponential", "gamma")]
 DIABETES_PROFILES = profiles(
-    smoke=DIABETES, quick=DIABETES, full=DIABETES, seeds=(1, 3, 20), cell_seconds=(3.0, 3.0, 3.0)
+    smoke=DIABETES, quick=DIABETES, full=DIABETES, seeds=(1, 3, 20), cell_seconds=(2.5, 2.5, 2.5)
 )
 
 _RUN = dict(run=run_bands)
