@@ -118,3 +118,23 @@ def test_a_legend_below_a_narrow_panel_uses_only_the_columns_that_fit():
     edge = fig.bbox.x1
     assert wide_labels.get_window_extent().x1 <= edge
     plt.close(fig)
+
+
+def test_a_legend_below_the_axes_starts_below_rotated_tick_labels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from icml26._core.plots import legend_outside
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ticks = [f"setting noise=exponential,d={i},n_train=300" for i in range(12)]
+    ax.plot(range(12), range(12), label="method")
+    ax.set_xticks(range(12), ticks, rotation=30, ha="right", fontsize=7)
+    legend = legend_outside(ax, below=True)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    lowest_tick = min(t.get_window_extent(renderer).y0 for t in ax.get_xticklabels())
+    assert legend.get_window_extent(renderer).y1 <= lowest_tick + 1
+    plt.close(fig)

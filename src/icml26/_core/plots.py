@@ -145,7 +145,7 @@ def legend_outside(ax: Any, *, twins: Sequence[Any] = (), below: bool | None = N
             handles,
             labels,
             loc="upper center",
-            bbox_to_anchor=(0.5, -0.16),
+            bbox_to_anchor=(0.5, _below_tick_labels(ax)),
             ncol=_columns_that_fit(ax, labels, fontsize),
             fontsize=fontsize,
             frameon=False,
@@ -153,6 +153,18 @@ def legend_outside(ax: Any, *, twins: Sequence[Any] = (), below: bool | None = N
     return ax.legend(
         handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=fontsize, frameon=False
     )
+
+
+def _below_tick_labels(ax: Any) -> float:
+    """The axes-fraction height just below everything drawn under the axes (tick labels, x label), so that a
+    legend placed there never runs into long or rotated tick labels; -0.16 when it cannot be measured."""
+    try:
+        renderer = ax.figure.canvas.get_renderer()
+        under = ax.get_tightbbox(renderer, for_layout_only=False).y0
+        box = ax.get_window_extent(renderer)
+    except (AttributeError, TypeError, ValueError):
+        return -0.16
+    return min(-0.16, (under - box.y0) / max(box.height, 1.0) - 0.03)
 
 
 def _columns_that_fit(ax: Any, labels: Sequence[str], fontsize: float) -> int:
