@@ -150,33 +150,65 @@ BITS_SMOKE = {"env": "bitseq", "n_bits": 6, "word_size": 2, "n_modes": 4, "beta"
 BITS_QUICK = {"env": "bitseq", "n_bits": 8, "word_size": 2, "n_modes": 4, "beta": 2.0, "trajectories": 1600}
 BITS_FULL = {"env": "bitseq", "n_bits": 12, "word_size": 2, "n_modes": 8, "beta": 2.0, "trajectories": 16000}
 
-GRID = profiles(GRID_SMOKE, GRID_QUICK, GRID_FULL, seeds=(1, 3, 10), cell_seconds=(2.0, 12.0, 110.0))
-BITS = profiles(BITS_SMOKE, BITS_QUICK, BITS_FULL, seeds=(1, 3, 5), cell_seconds=(1.0, 3.0, 45.0))
+GRID = profiles(GRID_SMOKE, GRID_QUICK, GRID_FULL, seeds=(1, 3, 5), cell_seconds=(2.0, 12.0, 115.0))
+BITS = profiles(BITS_SMOKE, BITS_QUICK, BITS_FULL, seeds=(1, 3, 5), cell_seconds=(1.0, 4.0, 45.0))
 
-_L1 = dict(metric="l1", direction="lower", min_effect=0.1, unit="L1", plot=PLOT_L1, run=run_exploration)
-_MODES = dict(
-    metric="mode_states_frac", direction="higher", min_effect=0.1, unit="fraction", plot=PLOT_MODES, run=run_exploration
-)
-_BUDGET = (
+_KINDS = {  # what a claim judges: its metric, plot and margin note (margins fixed before any claim run)
+    "l1": dict(
+        metric="l1",
+        direction="lower",
+        unit="L1",
+        plot=PLOT_L1,
+        note="Margin 0.1 of L1 (in [0, 2]; 5 points of total variation), fixed before any claim run. ",
+    ),
+    "modes": dict(
+        metric="mode_states_frac",
+        direction="higher",
+        unit="fraction",
+        plot=PLOT_MODES,
+        note="Metric: distinct maximal-reward states among all trajectories sampled in training (every arm's "
+        "behaviour samples, the explorer's included), as a fraction of all of them (16 at H = 20, 4 at H = 10, the "
+        "planted strings on bit sequences); margin 0.1 of them, fixed before any claim run. ",
+    ),
+}
+_COMMON_NOTE = (
     "Equal budgets: every arm spends the same number of trajectories (explorer trajectories counted), batch 16, "
-    "from the same initial canonical network (paired by seed)."
+    "from the same initial canonical network (paired by seed). ACE's explorer objective (divergent TB: log Z_E + "
+    "log P_F^E = log[R P_B - Z_C P_F^C]_+, floored 10 nats below log R P_B) and the fixed mixture alpha = 0.5 are "
+    "our reading of the abstract and the paper's title; the abstract gives no equations. RND explorer: TB on "
+    "R(x) exp(n(x) / mean n), the notes' form, same mixture alpha = 0.5. Full: 5 seeds per setting (the notes' "
+    "protocol); the notes' further settings (H = 32, a 4-D grid) are not run, to fit the time budget."
 )
-_METHOD_NOTE = (
-    "ACE's explorer objective (divergent TB: log Z_E + log P_F^E = log[R P_B - Z_C P_F^C]_+, floored 10 nats "
-    "below log R P_B) and the fixed mixture alpha = 0.5 are our reading of the abstract and the paper's title; "
-    "the abstract gives no equations."
-)
-_L1_NOTE = "Margin 0.1 of L1 (in [0, 2]; 5 points of total variation), fixed before any claim run. "
-_MODES_NOTE = (
-    "Metric: distinct maximal-reward states among all trajectories sampled in training (every arm's behaviour "
-    "samples, the explorer's included), as a fraction of all of them (16 at H = 20, 4 at H = 10); margin 0.1 of "
-    "them, fixed before any claim run. "
-)
-_QUICK_NOTE = (
+_GRID_NOTE = (
     " Quick runs H = 10 with 4,800 trajectories and 3 seeds (the notes' H = 20 protocol costs minutes per seed): "
     "a smaller, easier grid on which the verdict may differ from the full profile's."
 )
+_BITS_NOTE = (
+    " A second task of another structure (a DAG with 6! orderings per string, no low-reward valley); quick uses "
+    "8 bits and 4 modes."
+)
 
+
+def _claim(cid: str, kind: str, statement: str, baselines: tuple[str, ...], figure: str) -> Claim:
+    """One claim of ACE against ``baselines`` on the HyperGrid (C1, C2) or bit-sequence (C3, C4) cells."""
+    k = dict(_KINDS[kind])
+    note = str(k.pop("note")) + _COMMON_NOTE + (_BITS_NOTE if cid.startswith(("C3", "C4")) else _GRID_NOTE)
+    grid = GRID if cid.startswith(("C1", "C2")) else BITS
+    return Claim(
+        id=cid,
+        statement=statement,
+        method="ace",
+        baselines=baselines,
+        min_effect=0.1,
+        run=run_exploration,
+        profiles=grid,
+        paper_figure=figure,
+        notes=note,
+        **k,
+    )
+
+
+_GRID = "(HyperGrid 2-D, H = 20, R0 = 1e-3, 32,000 trajectories)"
 CARD = PaperCard(
     slug="ace_gflownet",
     title="ACE for GFlowNets",
@@ -186,81 +218,55 @@ CARD = PaperCard(
     summary="An exploration GFlowNet trained towards the reward the canonical sampler does not yet cover; exact "
     "L1 and mode discovery on HyperGrid and bit sequences at equal trajectory budgets.",
     claims=(
-        Claim(
-            id="C1",
-            statement="ACE improves approximation accuracy to the target distribution: at an equal trajectory "
-            "budget its canonical sampler has a lower exact L1 to R/Z than TB with epsilon-uniform exploration "
-            "and on-policy TB (HyperGrid 2-D, H = 20, R0 = 1e-3).",
-            method="ace",
-            baselines=("tb_eps", "tb"),
-            profiles=GRID,
-            paper_figure="qualitative (abstract): 'consistently and significantly improves ... approximation "
-            "accuracy'; notes: lower by several tenths",
-            notes=_L1_NOTE + _BUDGET + " " + _METHOD_NOTE + _QUICK_NOTE,
-            **_L1,
+        _claim(
+            "C1",
+            "l1",
+            "ACE improves approximation accuracy to the target distribution: at an equal trajectory budget its "
+            "canonical sampler has a lower exact L1 to R/Z than TB with epsilon-uniform exploration and on-policy "
+            f"TB {_GRID}.",
+            ("tb_eps", "tb"),
+            "qualitative (abstract): 'consistently and significantly improves ... approximation accuracy'; notes: "
+            "lower by several tenths",
         ),
-        Claim(
-            id="C1r",
-            statement="ACE's canonical sampler has a lower exact L1 to R/Z than the canonical sampler trained "
-            "with a curiosity / RND explorer at the same mixture and budget (HyperGrid 2-D, H = 20).",
-            method="ace",
-            baselines=("rnd",),
-            profiles=GRID,
-            paper_figure="qualitative (abstract): improves upon curiosity-driven search and RND",
-            notes=_L1_NOTE
-            + "RND explorer: TB on R(x) exp(n(x) / mean n), the notes' form. "
-            + _BUDGET
-            + " "
-            + _METHOD_NOTE
-            + _QUICK_NOTE,
-            **_L1,
+        _claim(
+            "C1r",
+            "l1",
+            "ACE's canonical sampler has a lower exact L1 to R/Z than the canonical sampler trained with a curiosity "
+            f"/ RND explorer at the same mixture and budget {_GRID}.",
+            ("rnd",),
+            "qualitative (abstract): improves upon curiosity-driven search and RND",
         ),
-        Claim(
-            id="C2",
-            statement="ACE discovers more diverse high-reward states: by the end of an equal trajectory budget it "
-            "has sampled more of the maximal-reward states than TB with epsilon-uniform exploration and "
-            "on-policy TB (HyperGrid 2-D, H = 20).",
-            method="ace",
-            baselines=("tb_eps", "tb"),
-            profiles=GRID,
-            paper_figure="qualitative (abstract): 'discovery rate of diverse high-reward states'",
-            notes=_MODES_NOTE + _BUDGET + " " + _METHOD_NOTE + _QUICK_NOTE,
-            **_MODES,
+        _claim(
+            "C2",
+            "modes",
+            "ACE discovers more diverse high-reward states: by the end of an equal trajectory budget it has sampled "
+            f"more of the maximal-reward states than TB with epsilon-uniform exploration and on-policy TB {_GRID}.",
+            ("tb_eps", "tb"),
+            "qualitative (abstract): 'discovery rate of diverse high-reward states'; notes: several more of 16",
         ),
-        Claim(
-            id="C2r",
-            statement="ACE discovers more of the maximal-reward states than a curiosity / RND explorer at the same "
-            "mixture and budget (HyperGrid 2-D, H = 20).",
-            method="ace",
-            baselines=("rnd",),
-            profiles=GRID,
-            paper_figure="qualitative (abstract)",
-            notes=_MODES_NOTE + _BUDGET + " " + _METHOD_NOTE + _QUICK_NOTE,
-            **_MODES,
+        _claim(
+            "C2r",
+            "modes",
+            "ACE discovers more of the maximal-reward states than a curiosity / RND explorer at the same mixture "
+            f"and budget {_GRID}.",
+            ("rnd",),
+            "qualitative (abstract): improves upon curiosity-driven search and RND",
         ),
-        Claim(
-            id="C3",
-            statement="On bit sequences (12 bits from 2-bit words placed in any order, 8 planted modes), ACE's "
-            "canonical sampler has a lower exact L1 to R/Z than epsilon-TB and the RND explorer.",
-            method="ace",
-            baselines=("tb_eps", "rnd"),
-            profiles=BITS,
-            paper_figure="qualitative (abstract): 'extensive experiments'",
-            notes=_L1_NOTE + _BUDGET + " " + _METHOD_NOTE + " A second task of another structure (a DAG with 6! "
-            "orderings per string, no low-reward valley); quick uses 8 bits and 4 modes.",
-            **_L1,
+        _claim(
+            "C3",
+            "l1",
+            "On bit sequences (12 bits from 2-bit words placed in any order, 8 planted modes, 16,000 trajectories), "
+            "ACE's canonical sampler has a lower exact L1 to R/Z than epsilon-TB and the RND explorer.",
+            ("tb_eps", "rnd"),
+            "qualitative (abstract): 'extensive experiments'",
         ),
-        Claim(
-            id="C4",
-            statement="On bit sequences, ACE samples more of the planted modes than epsilon-TB and the RND "
-            "explorer within the same budget.",
-            method="ace",
-            baselines=("tb_eps", "rnd"),
-            profiles=BITS,
-            paper_figure="qualitative (abstract)",
-            notes="Metric: the fraction of the planted strings sampled; margin 0.1 of them, fixed before any "
-            "claim run. " + _BUDGET + " " + _METHOD_NOTE,
-            **_MODES,
+        _claim(
+            "C4",
+            "modes",
+            "On bit sequences, ACE samples more of the planted modes than epsilon-TB and the RND explorer within "
+            "the same budget.",
+            ("tb_eps", "rnd"),
+            "qualitative (abstract): 'discovery rate of diverse high-reward states'",
         ),
     ),
 )
