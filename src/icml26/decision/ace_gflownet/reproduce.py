@@ -99,7 +99,7 @@ def _curve_plot(column: str, ylabel: str, scale: str = "value"):  # type: ignore
     def plot(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
         import numpy as np
 
-        from icml26._core.plots import arm_style, band_key
+        from icml26._core.plots import arm_style, band_key, reference_line
 
         claim = card["claim"]
         arms = [claim["method"], *claim["baselines"]] + [
@@ -122,6 +122,10 @@ def _curve_plot(column: str, ylabel: str, scale: str = "value"):  # type: ignore
                 style = {**style, "ls": ":", "lw": 1.0}
             ax.plot(xs, ys.mean(0), label=f"{arm} ({role}), mean of {len(runs)} seeds", **style)
             ax.fill_between(xs, ys.mean(0) - ys.std(0), ys.mean(0) + ys.std(0), color=style["color"], alpha=0.15, lw=0)
+        if scale == "fraction":  # the best an arm can do: every maximal-reward state found
+            reference_line(ax, 1.0, "reference: all mode states found")
+        else:  # the exact sampler of R/Z
+            reference_line(ax, 0.0, "reference: exact sampler, L1 = 0")
         band_key(ax)
         ax.legend()
         settings = sorted({r["info"]["env"] for r in ok})
