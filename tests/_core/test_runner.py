@@ -34,6 +34,21 @@ def test_serial_run_writes_valid_cards_and_artifacts(tmp_path):
     assert cmp["wins"] == sum(b > a for a, b in pairs)
 
 
+def test_claims_that_read_the_same_cells_share_one_curves_file(tmp_path):
+    import dataclasses
+
+    paper = tiny_card(seeds=3)
+    (c1,) = paper.claims
+    paper = dataclasses.replace(paper, claims=(c1, dataclasses.replace(c1, id="C1b", min_effect=10.0)))
+    stale = tmp_path / "tiny" / "C1b-smoke.curves.csv"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("written by an older run\n")
+    first, second = run([paper], profile="smoke", out=tmp_path, report=False).cards
+    assert first["artifacts"]["curves"] == second["artifacts"]["curves"] == "C1-smoke.curves.csv"
+    assert not stale.exists()
+    assert (tmp_path / "tiny" / "C1-smoke.curves.csv").stat().st_size > 0
+
+
 def test_unreachable_minimum_effect_is_not_reproduced(tmp_path):
     (card,) = run([tiny_card(seeds=8, min_effect=10.0)], profile="smoke", out=tmp_path, report=False).cards
     assert card["verdict"] == "not_reproduced"

@@ -293,9 +293,18 @@ def _summary(
 
 
 def _write_tables(
-    out: Path, claim: Claim, card: PaperCard, profile: str, records: Sequence[Mapping[str, Any]]
+    out: Path,
+    claim: Claim,
+    card: PaperCard,
+    profile: str,
+    records: Sequence[Mapping[str, Any]],
+    curves_written: dict[tuple[str, ...], str] | None = None,
 ) -> dict[str, str]:
-    """Long-format CSV of every cell's metrics, and of the curves cells returned (if any)."""
+    """Long-format CSV of every cell's metrics, and of the curves cells returned (if any).
+
+    Claims that read the same cells share one curves file: ``curves_written`` maps the cells' keys to the file an
+    earlier claim of the run wrote, and the later claim's card names that file (a paper whose twelve claims judge
+    one grid would otherwise write the same curves twelve times)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["setting", "seed", "method", "metric", "value"])
@@ -313,15 +322,21 @@ def _write_tables(
         for name, points in (r.get("curves") or {}).items()
         for point in points
     ]
-    if rows:
+    path = card_path(out, card.slug, claim.id, profile, ".curves.csv")
+    cells = tuple(sorted(str(r["key"]) for r in records))
+    if rows and curves_written is not None and cells in curves_written:
+        path.unlink(missing_ok=True)  # a file an older run wrote for this claim alone
+        artifacts["curves"] = curves_written[cells]
+    elif rows:
         columns = list(dict.fromkeys(k for row in rows for k in row))
         buf = io.StringIO()
         dw = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
         dw.writeheader()
         dw.writerows(rows)
-        path = card_path(out, card.slug, claim.id, profile, ".curves.csv")
         atomic_write_text(path, buf.getvalue())
         artifacts["curves"] = path.name
+        if curves_written is not None:
+            curves_written[cells] = path.name
     return artifacts
 
 
@@ -407,9 +422,11 @@ def run(
 
     from icml26._core.plots import plot_claim
 
+    curves_written: dict[str, dict[tuple[str, ...], str]] = {}
     for paper, claim, cells in plan:
         recs = [records[c.key] for c in cells]
-        artifacts = _write(_write_tables, out_dir, claim, paper, profile, recs)
+        shared = curves_written.setdefault(paper.slug, {})
+        artifacts = _write(_write_tables, out_dir, claim, paper, profile, recs, shared)
         card = build_card(
             paper,
             claim,
