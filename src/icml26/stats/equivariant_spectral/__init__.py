@@ -1,0 +1,1 @@
+"""Equivariant spectral representation learning (placeholder docstring)."""
