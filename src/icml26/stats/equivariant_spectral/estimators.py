@@ -165,7 +165,12 @@ class EMLPRegressor(_Base):
         ).to(self.dtype)
         Xt, yt = self.frame_.x(X, self.dtype), self.frame_.y(y, self.dtype)
         self.loss_curve_ = _train(
-            net, lambda i: ((net(Xt[i]) - yt[i]) ** 2).mean(), len(X), self.n_steps, self.batch_size, self.lr,
+            net,
+            lambda i: ((net(Xt[i]) - yt[i]) ** 2).mean(),
+            len(X),
+            self.n_steps,
+            self.batch_size,
+            self.lr,
             self._seed(),
         )
         self.model_, self.n_features_in_ = net, X.shape[1]
@@ -192,7 +197,7 @@ class NCPConditionalCDF:
         self.model = model
         self.grid = torch.quantile(y[:, 0].double(), torch.linspace(0, 1, n_grid, dtype=torch.float64)).to(y.dtype)
         z = torch.cat([y, (y <= self.grid[None, :]).to(y.dtype)], dim=1)  # column 0: y itself (the regression)
-        model.fit_linear_decoder(y, z)
+        model.fit_linear_decoder(y, z, y_first=True)
 
     @torch.no_grad()
     def mean(self, x: torch.Tensor) -> torch.Tensor:
@@ -251,7 +256,11 @@ class NCPRegressor(_Base):
     ) -> None:
         super().__init__(rep_x, rep_y, **kwargs)
         self.rank, self.orth_reg, self.centering_reg, self.momentum, self.n_grid = (
-            rank, orth_reg, centering_reg, momentum, n_grid,
+            rank,
+            orth_reg,
+            centering_reg,
+            momentum,
+            n_grid,
         )
 
     def _build(self, d: int) -> NCP:
@@ -271,7 +280,12 @@ class NCPRegressor(_Base):
         model = self._build(X.shape[1]).to(self.dtype)
         Xt, yt = self.frame_.x(X, self.dtype), self.frame_.y(y, self.dtype)
         self.loss_curve_ = _train(
-            model, lambda i: model.training_loss(Xt[i], yt[i]), len(X), self.n_steps, self.batch_size, self.lr,
+            model,
+            lambda i: model.training_loss(Xt[i], yt[i]),
+            len(X),
+            self.n_steps,
+            self.batch_size,
+            self.lr,
             self._seed(),
         )
         self.model_, self.n_features_in_ = model, X.shape[1]

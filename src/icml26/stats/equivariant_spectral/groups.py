@@ -108,8 +108,9 @@ class FiniteGroup:
                         found.append(b)
                         new.append(b)
                         if len(found) > max_order:
-                            raise GroupError(f"{name}: the generators do not generate a finite group of order <= "
-                                             f"{max_order}")
+                            raise GroupError(
+                                f"{name}: the generators do not generate a finite group of order <= {max_order}"
+                            )
             frontier = new
         return cls(np.stack(found), name=name)
 

@@ -20,6 +20,21 @@ from icml26.stats.equivariant_spectral.groups import GroupError, Representation
 __all__ = ["EquivariantLinear", "equivariant_mlp", "hidden_representation", "mlp", "reynolds"]
 
 
+class _Float64Constants:
+    """Group matrices kept in float64 outside the module's buffers (``module.float()`` would round them, and a
+    rounded D3 rotation is no longer an exact group element) and cast to the working dtype on use."""
+
+    def __init__(self, **arrays: np.ndarray) -> None:
+        self.arrays = {k: torch.as_tensor(np.asarray(v), dtype=torch.float64) for k, v in arrays.items()}
+        self.cache: dict[tuple[str, torch.dtype], torch.Tensor] = {}
+
+    def get(self, name: str, dtype: torch.dtype) -> torch.Tensor:
+        key = (name, dtype)
+        if key not in self.cache:
+            self.cache[key] = self.arrays[name].to(dtype)
+        return self.cache[key]
+
+
 def reynolds(weight: torch.Tensor, rho_out: torch.Tensor, rho_in: torch.Tensor) -> torch.Tensor:
     """(1/|G|) sum_g rho_out(g) W rho_in(g)^T for stacked matrices rho_out [|G|, o, o], rho_in [|G|, i, i]."""
     return torch.einsum("gab,bc,gdc->ad", rho_out, weight, rho_in) / rho_out.shape[0]
@@ -32,9 +47,9 @@ class EquivariantLinear(nn.Module):
         super().__init__()
         if rep_in.group is not rep_out.group:
             raise GroupError("EquivariantLinear: the input and output representations must be of the same group")
-        self.register_buffer("rho_in", torch.as_tensor(rep_in.matrices, dtype=torch.float32))
-        self.register_buffer("rho_out", torch.as_tensor(rep_out.matrices, dtype=torch.float32))
-        self.register_buffer("invariant", torch.as_tensor(rep_out.invariant_projector(), dtype=torch.float32))
+        self.const = _Float64Constants(
+            rho_in=rep_in.matrices, rho_out=rep_out.matrices, invariant=rep_out.invariant_projector()
+        )
         # Kaiming-uniform start scaled up so that the projected weight keeps roughly a plain layer's variance.
         fan_in = rep_in.dim
         dim_commutant = float(np.einsum("gii,gjj->", rep_out.matrices, rep_in.matrices)) / rep_out.group.order
@@ -44,10 +59,11 @@ class EquivariantLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(rep_out.dim)) if bias else None
 
     def equivariant_weight(self) -> torch.Tensor:
-        return reynolds(self.weight, self.rho_out, self.rho_in)
+        dt = self.weight.dtype
+        return reynolds(self.weight, self.const.get("rho_out", dt), self.const.get("rho_in", dt))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b = None if self.bias is None else self.invariant @ self.bias
+        b = None if self.bias is None else self.const.get("invariant", self.bias.dtype) @ self.bias
         return nn.functional.linear(x, self.equivariant_weight(), b)
 
 
@@ -57,9 +73,7 @@ def hidden_representation(rep: Representation, width: int) -> Representation:
     return reg.repeat(max(1, math.ceil(width / reg.dim)))
 
 
-def equivariant_mlp(
-    rep_in: Representation, rep_out: Representation, width: int = 64, depth: int = 2
-) -> nn.Sequential:
+def equivariant_mlp(rep_in: Representation, rep_out: Representation, width: int = 64, depth: int = 2) -> nn.Sequential:
     """rep_in -> [regular^m, ELU] x depth -> rep_out, every layer equivariant."""
     hidden = hidden_representation(rep_in, width)
     layers: list[nn.Module] = []

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from icml26.stats.equivariant_spectral.groups import GroupError, Representation
-from icml26.stats.equivariant_spectral.layers import equivariant_mlp, hidden_representation, mlp, reynolds
+from icml26.stats.equivariant_spectral.layers import _Float64Constants, equivariant_mlp, hidden_representation, reynolds
 
 __all__ = ["NCP", "EquivariantNCP"]
 
@@ -105,18 +105,24 @@ class NCP(nn.Module):
     # ---------------------------------------------------------------------------------------------- inference
     def u(self, x: torch.Tensor) -> torch.Tensor:
         """Centred x-embedding with the running (EMA) mean."""
-        return self.embedding_x(x) - self.mean_u
+        return self.embedding_x(x) - self._project_mean(self.mean_u, "x")
 
     def v(self, y: torch.Tensor) -> torch.Tensor:
-        return self.embedding_y(y) - self.mean_v
+        return self.embedding_y(y) - self._project_mean(self.mean_v, "y")
+
+    def _decoder(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.mean_z, self.cov_vz
 
     def y_orbit(self, y: torch.Tensor) -> torch.Tensor:
         """The targets a decoder is estimated on: y itself here; its group orbit for the equivariant model."""
         return y
 
     @torch.no_grad()
-    def fit_linear_decoder(self, y: torch.Tensor, z: torch.Tensor) -> NCP:
-        """Estimate E z and Cov(v(Y), z(Y)) on training targets y [n, dy] with observables z [n, k]."""
+    def fit_linear_decoder(self, y: torch.Tensor, z: torch.Tensor, y_first: bool = False) -> NCP:
+        """Estimate E z and Cov(v(Y), z(Y)) on training targets y [n, dy] with observables z [n, k].
+
+        ``y_first=True`` declares that z's first dy columns are y itself (the regression): the equivariant model
+        then projects that block onto the equivariant maps at evaluation."""
         if z.ndim == 1:
             z = z[:, None]
         if z.shape[0] != y.shape[0]:
@@ -124,6 +130,7 @@ class NCP(nn.Module):
         v = self.v(y)
         self.mean_z = z.mean(0)
         self.cov_vz = v.T @ (z - self.mean_z) / len(z)
+        self.y_columns = y.shape[1] if y_first else 0
         return self
 
     @torch.no_grad()
@@ -131,7 +138,8 @@ class NCP(nn.Module):
         """E[z(Y) | x] for the observables of the last :meth:`fit_linear_decoder` call: [n, k]."""
         if self.cov_vz.shape[1] == 0:
             raise RuntimeError("call fit_linear_decoder(y, z) before conditional_expectation")
-        return self.mean_z + self.u(x) @ self.operator() @ self.cov_vz
+        mean_z, cov_vz = self._decoder()
+        return mean_z + self.u(x) @ self.operator() @ cov_vz
 
 
 class EquivariantNCP(NCP):
@@ -154,24 +162,45 @@ class EquivariantNCP(NCP):
             raise GroupError("rep_x and rep_y must be representations of the same group")
         latent = hidden_representation(rep_x, rank)
         super().__init__(
-            equivariant_mlp(rep_x, latent, width, depth), equivariant_mlp(rep_y, latent, width, depth), latent.dim,
+            equivariant_mlp(rep_x, latent, width, depth),
+            equivariant_mlp(rep_y, latent, width, depth),
+            latent.dim,
             **kwargs,
         )
         self.rep_x, self.rep_y, self.latent = rep_x, rep_y, latent
-        self.register_buffer("rho_latent", torch.as_tensor(latent.matrices, dtype=torch.float32))
-        self.register_buffer("invariant", torch.as_tensor(latent.invariant_projector(), dtype=torch.float32))
-        self.register_buffer("rho_y", torch.as_tensor(rep_y.matrices, dtype=torch.float32))
+        self.const = _Float64Constants(
+            rho=latent.matrices,
+            invariant=latent.invariant_projector(),
+            rho_y=rep_y.matrices,
+            invariant_y=rep_y.invariant_projector(),
+        )
 
     def _project_mean(self, m: torch.Tensor, which: str) -> torch.Tensor:
-        return self.invariant @ m
+        return self.const.get("invariant", m.dtype) @ m
 
     def _symmetrise_cov(self, C: torch.Tensor) -> torch.Tensor:
-        return reynolds(C, self.rho_latent, self.rho_latent)
+        rho = self.const.get("rho", C.dtype)
+        return reynolds(C, rho, rho)
 
     def operator(self) -> torch.Tensor:
-        S = reynolds(self.S_raw, self.rho_latent, self.rho_latent)
+        rho = self.const.get("rho", self.S_raw.dtype)
+        S = reynolds(self.S_raw, rho, rho)
         return S / torch.clamp(torch.linalg.matrix_norm(S, ord=2), min=1.0)
+
+    def _decoder(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoder's y block (z = y, which transforms by rho_Y) is projected onto the equivariant maps, so
+        the regression is exactly equivariant whatever the rounding of the orbit averages; other columns (CDF
+        indicators) are left as estimated on the orbit."""
+        dt = self.cov_vz.dtype
+        rho, rho_y = self.const.get("rho", dt), self.const.get("rho_y", dt)
+        k = getattr(self, "y_columns", 0)
+        if k == 0:
+            return self.mean_z, self.cov_vz
+        cov, mean = self.cov_vz.clone(), self.mean_z.clone()
+        cov[:, :k] = reynolds(cov[:, :k], rho, rho_y)
+        mean[:k] = self.const.get("invariant_y", dt) @ mean[:k]
+        return mean, cov
 
     def y_orbit(self, y: torch.Tensor) -> torch.Tensor:
         """[|G| n, dy]: every training target moved by every group element (the law of Y is G-invariant)."""
-        return torch.einsum("gij,nj->gni", self.rho_y, y).reshape(-1, y.shape[1])
+        return torch.einsum("gij,nj->gni", self.const.get("rho_y", y.dtype), y).reshape(-1, y.shape[1])
