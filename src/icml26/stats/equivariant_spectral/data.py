@@ -77,6 +77,11 @@ class SymmetricGMM:
         w, mean, _ = self._conditional(x)
         return (w * mean).sum(1)
 
+    def conditional_cdf_at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """F(y_i | x_i) for paired rows: [n] (the probability integral transform of a sample)."""
+        w, mean, sd = self._conditional(x)
+        return (w * special.ndtr((np.asarray(y, dtype=np.float64)[:, None] - mean) / sd[None])).sum(1)
+
     def conditional_cdf(self, x: np.ndarray, t: np.ndarray) -> np.ndarray:
         """F(t | x) exactly for every x and every threshold t: [n, len(t)]."""
         w, mean, sd = self._conditional(x)

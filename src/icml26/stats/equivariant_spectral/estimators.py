@@ -299,27 +299,32 @@ class NCPRegressor(_Base):
 
     def predict(self, X: object) -> np.ndarray:
         """E[y | x] (the linear decoder of y)."""
-        return self.cdf_.mean(self._x(X)).double().numpy() * self.frame_.scale_y + self.frame_.shift_y
+        x = self._x(X)
+        return self.cdf_.mean(x).double().numpy() * self.frame_.scale_y + self.frame_.shift_y
 
     @property
     def grid_(self) -> np.ndarray:
+        self._check_fitted()
         return self.cdf_.grid.double().numpy() * self.frame_.scale_y + self.frame_.shift_y
 
     def predict_cdf(self, X: object) -> np.ndarray:
         """[n, n_grid]: F(t | x) at the thresholds ``grid_`` (monotone in t, in [0, 1])."""
-        return self.cdf_.cdf_grid(self._x(X)).double().numpy()
+        x = self._x(X)
+        return self.cdf_.cdf_grid(x).double().numpy()
 
     def predict_quantiles(self, X: object, q: object) -> np.ndarray:
         q_arr = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if np.any(~np.isfinite(q_arr)) or np.any((q_arr < 0) | (q_arr > 1)):
             raise ValueError(f"quantile levels must lie in [0, 1], got {q_arr}")
-        out = self.cdf_.quantiles(self._x(X), torch.as_tensor(q_arr, dtype=self.dtype))
+        x = self._x(X)
+        out = self.cdf_.quantiles(x, torch.as_tensor(q_arr, dtype=self.dtype))
         return out.double().numpy() * self.frame_.scale_y + self.frame_.shift_y
 
     def predict_interval(self, X: object, alpha: float = 0.1) -> np.ndarray:
         """[n, 2]: the shortest interval of conditional mass >= 1 - alpha."""
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-        lo, hi = self.cdf_.interval(self._x(X), alpha)
+        x = self._x(X)
+        lo, hi = self.cdf_.interval(x, alpha)
         out = torch.stack([lo, hi], dim=1).double().numpy()
         return out * self.frame_.scale_y + self.frame_.shift_y
