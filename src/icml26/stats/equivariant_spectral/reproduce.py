@@ -74,11 +74,13 @@ def run_problem(cell: Cell) -> dict[str, Any]:
     X, y = prob.sample(int(cell["n"]), rng)
     Xt, yt = prob.sample(int(cell.get("n_test", 2000)), rng)
     truth = prob.conditional_mean(Xt)
-    common = dict(n_steps=int(cell["n_steps"]), random_state=cell.seed)
     rx, ry = prob.rep_x, prob.rep_y
+    order = rx.group.order  # every arm gets the same widths: 64 and rank 32 rounded up to a multiple of |G|
+    width, rank = order * -(-64 // order), order * -(-32 // order)
+    common = dict(n_steps=int(cell["n_steps"]), random_state=cell.seed, width=width)
     arms = {
-        "encp": NCPRegressor(rx, ry, **common),
-        "ncp": NCPRegressor(**common),
+        "encp": NCPRegressor(rx, ry, rank=rank, **common),
+        "ncp": NCPRegressor(rank=rank, **common),
         "emlp": EMLPRegressor(rx, ry, **common),
         "mlp": EMLPRegressor(**common),
     }
