@@ -112,11 +112,10 @@ def _ok(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _finish(ax: Any, ylabel: str) -> None:
+    from icml26._core.plots import legend_outside
+
     ax.set_ylabel(ylabel, fontsize=8)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    w, h = ax.figure.get_size_inches()
-    ax.figure.set_size_inches(max(w, 6.4), max(h, 5.4))
-    ax.figure.set_dpi(max(150, ax.figure.get_dpi()))
+    legend_outside(ax)
 
 
 def _by_n(ax: Any, records: list[dict[str, Any]], metric: str, arms: tuple[str, ...], log: bool = True) -> None:
