@@ -178,7 +178,8 @@ def rows(size: str) -> list[BenchRow]:
             {"MixFP4 encode (eager)": lambda: quantize_mixfp4(x), "torchao to_nvfp4 (eager)": lambda: anchor_encode(x)},
             repeat=repeat,
         )
-        row("encode (packed codes + scales)", "MixFP4 encode (eager)", "torchao to_nvfp4 (eager)", t, anchor_note)
+        note = "eager vs eager; anchor: torchao 0.18 NVFP4Tensor.to_nvfp4 on CPU (codes and scales, no decode)"
+        row("encode (packed codes + scales)", "MixFP4 encode (eager)", "torchao to_nvfp4 (eager)", t, note)
     if size == "tiny":
         return out  # compiling takes tens of seconds: the tiny size checks the eager rows only
 

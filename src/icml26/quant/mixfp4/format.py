@@ -97,30 +97,17 @@ def mixfp4_qdq_core(
     return values.reshape(x.shape).to(x.dtype), finite
 
 
-def _quantize(
-    core: Callable[..., Any], x: torch.Tensor, block: int, p: float, global_scale: str, scale_floor: Any
-) -> BlockTensor:
+def _run(
+    name: str, compile: bool, x: torch.Tensor, block: int, p: float, global_scale: str, scale_floor: float | None
+) -> list[torch.Tensor]:
+    """Check the options and the tensor's static properties, run the pure core (eager or compiled), then raise if
+    the in-graph flag says the tensor held NaN or inf; returns the core's outputs without the flag."""
     check_options(p, global_scale, scale_floor)
     check_blockable(x, block, finite=False)
-    packed, scale_bits, g, finite = core(x, block, p, global_scale, scale_floor)
+    core = {"qdq": mixfp4_qdq_core, "encode": _encode_core}[name]
+    *out, finite = (compile_core(core) if compile else core)(x, block, p, global_scale, scale_floor)
     raise_if_not_finite(finite)
-    return BlockTensor("mixfp4", packed, scale_bits, g, block, x.shape, x.dtype)
-
-
-def _qdq(
-    core: Callable[..., Any],
-    x: torch.Tensor,
-    block: int,
-    p: float,
-    global_scale: str,
-    scale_floor: float | None,
-    ste: bool,
-) -> torch.Tensor:
-    check_options(p, global_scale, scale_floor)
-    check_blockable(x, block, finite=False)
-    q, finite = core(x.detach() if ste else x, block, p, global_scale, scale_floor)
-    raise_if_not_finite(finite)
-    return x + (q - x).detach() if ste else q
+    return out
 
 
 def quantize_mixfp4(
@@ -129,6 +116,8 @@ def quantize_mixfp4(
     p: float = 2.0,
     global_scale: GlobalScale = "nvfp4",
     scale_floor: float | None = None,
+    *,
+    compile: bool = False,
 ) -> BlockTensor:
     """Encode x in MixFP4: packed 4-bit codes, one E4M3 scale byte per block (sign bit = E1M2), FP32 g.
 
@@ -136,9 +125,10 @@ def quantize_mixfp4(
     g = amax / (448 * 6) so both formats share every scale; E1M2 is then not allowed in the few blocks whose E1M2
     scale amax_b / 3.5 / g would exceed 448. ``"e1m2_safe"`` sizes g with 3.5 instead (no block is excluded).
     ``scale_floor`` as in :func:`icml26.quant._common.nvfp4_quantize` (None: E4M3 subnormal scales allowed;
-    2**-6: torchao's floor, applied to both candidates).
+    2**-6: torchao's floor, applied to both candidates). ``compile=True``: see :func:`compiled`.
     """
-    return _quantize(_encode_core, x, block, p, global_scale, scale_floor)
+    packed, scale_bits, g = _run("encode", compile, x, block, p, global_scale, scale_floor)
+    return BlockTensor("mixfp4", packed, scale_bits, g, block, x.shape, x.dtype)
 
 
 def mixfp4_qdq(
@@ -148,12 +138,15 @@ def mixfp4_qdq(
     global_scale: GlobalScale = "nvfp4",
     scale_floor: float | None = None,
     ste: bool = False,
+    *,
+    compile: bool = False,
 ) -> torch.Tensor:
     """Fake-quantise: the values ``dequantize(quantize_mixfp4(x))`` would give, without packing.
 
-    ``ste=True`` passes gradients straight through (x + (q(x) - x).detach()).
+    ``ste=True`` passes gradients straight through (x + (q(x) - x).detach()). ``compile=True``: see :func:`compiled`.
     """
-    return _qdq(mixfp4_qdq_core, x, block, p, global_scale, scale_floor, ste)
+    (q,) = _run("qdq", compile, x.detach() if ste else x, block, p, global_scale, scale_floor)
+    return x + (q - x).detach() if ste else q
 
 
 def format_share(t: BlockTensor) -> float:
@@ -196,8 +189,8 @@ def compile_core(core: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def compiled(name: Literal["qdq", "encode"] = "qdq") -> Callable[..., Any]:
-    """:func:`mixfp4_qdq` or :func:`quantize_mixfp4` with its tensor work compiled by ``torch.compile``: same
-    arguments, same errors, bit-identical results.
+    """:func:`mixfp4_qdq` or :func:`quantize_mixfp4` with ``compile=True``: its tensor work compiled by
+    ``torch.compile``; same arguments, same errors, bit-identical results.
 
     Only the pure tensor code is compiled (the finiteness check is a flag computed inside the graph and read
     after it, so there is no graph break). Inductor fuses the two candidates, the error comparison and the
@@ -206,30 +199,7 @@ def compiled(name: Literal["qdq", "encode"] = "qdq") -> Callable[..., Any]:
     Needs a working C++ compiler (CPU) or Triton (GPU).
     """
     if name == "qdq":
-        return functools.partial(_qdq_compiled, compile_core(mixfp4_qdq_core))
+        return functools.partial(mixfp4_qdq, compile=True)
     if name == "encode":
-        return functools.partial(_quantize_compiled, compile_core(_encode_core))
+        return functools.partial(quantize_mixfp4, compile=True)
     raise ValueError(f"name must be 'qdq' or 'encode', got {name!r}")
-
-
-def _qdq_compiled(
-    core: Callable[..., Any],
-    x: torch.Tensor,
-    block: int = 16,
-    p: float = 2.0,
-    global_scale: GlobalScale = "nvfp4",
-    scale_floor: float | None = None,
-    ste: bool = False,
-) -> torch.Tensor:
-    return _qdq(core, x, block, p, global_scale, scale_floor, ste)
-
-
-def _quantize_compiled(
-    core: Callable[..., Any],
-    x: torch.Tensor,
-    block: int = 16,
-    p: float = 2.0,
-    global_scale: GlobalScale = "nvfp4",
-    scale_floor: float | None = None,
-) -> BlockTensor:
-    return _quantize(core, x, block, p, global_scale, scale_floor)
