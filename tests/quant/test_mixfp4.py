@@ -506,3 +506,15 @@ def test_benchmark_rows_tiny():
     # the re-implemented anchor is torchao's recipe: bit-identical to NVFP4 with torchao's scale floor
     x = _wide_range(3).reshape(16, 32)
     assert torch.equal(module.torchao_recipe_qdq(x), nvfp4_qdq(x, scale_floor=2.0**-6))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(-30, 30))
+def test_quantisers_commute_with_power_of_two_scaling(seed, k):
+    """Where the data sit does not matter: scaling x by 2^k scales every format's output by 2^k exactly (the same
+    E4M3 scale bytes, codes and E1M2 choices), as the tensor scale g follows amax."""
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(seed)) * 3
+    c = 2.0**k
+    for q in (mixfp4_qdq, nvfp4_qdq, fmt.four_over_six_qdq, MXFP4Config().qdq, MixFP4Config(p=0.5).qdq):
+        assert torch.equal(q(x * c), q(x) * c)
+    assert torch.equal(quantize_mixfp4(x * c).scales, quantize_mixfp4(x).scales)
