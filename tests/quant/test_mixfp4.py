@@ -518,3 +518,21 @@ def test_quantisers_commute_with_power_of_two_scaling(seed, k):
     for q in (mixfp4_qdq, nvfp4_qdq, fmt.four_over_six_qdq, MXFP4Config().qdq, MixFP4Config(p=0.5).qdq):
         assert torch.equal(q(x * c), q(x) * c)
     assert torch.equal(quantize_mixfp4(x * c).scales, quantize_mixfp4(x).scales)
+
+
+def test_a_compiled_kernel_that_changes_the_numbers_is_refused(monkeypatch):
+    """run_core checks a compiled core against eager on first use (a foreign inductor cache once broke it)."""
+    from icml26.quant.mixfp4 import format as mformat
+
+    def wrong(core):
+        return lambda x, *options: (core(x, *options)[0] * 1.5, *core(x, *options)[1:])
+
+    monkeypatch.setattr(mformat, "compile_core", wrong)
+    monkeypatch.setattr(mformat, "_VERIFIED", set())
+    x = torch.randn(4, 64)
+    with pytest.raises(RuntimeError, match="different numbers from eager"):
+        mixfp4_qdq(x, compile=True)
+    with pytest.raises(RuntimeError, match="different numbers from eager"):
+        NVFP4Config(compile=True).qdq(x)
+    monkeypatch.setattr(mformat, "compile_core", lambda core: core)
+    assert torch.equal(mixfp4_qdq(x, compile=True), mixfp4_qdq(x))

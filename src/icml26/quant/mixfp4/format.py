@@ -28,7 +28,18 @@ from icml26.quant._common import (
     unpack_nibbles,
 )
 
-__all__ = ["GlobalScale", "check_options", "compiled", "e2m2_matmul", "format_share", "mixfp4_qdq", "quantize_mixfp4"]
+__all__ = [
+    "GlobalScale",
+    "check_options",
+    "compile_core",
+    "compiled",
+    "e2m2_matmul",
+    "format_share",
+    "mixfp4_qdq",
+    "mixfp4_qdq_core",
+    "quantize_mixfp4",
+    "run_core",
+]
 
 GlobalScale = Literal["nvfp4", "e1m2_safe"]
 _GLOBAL_SCALES = ("nvfp4", "e1m2_safe")
@@ -105,7 +116,7 @@ def _run(
     check_options(p, global_scale, scale_floor)
     check_blockable(x, block, finite=False)
     core = {"qdq": mixfp4_qdq_core, "encode": _encode_core}[name]
-    *out, finite = (compile_core(core) if compile else core)(x, block, p, global_scale, scale_floor)
+    *out, finite = run_core(core, compile, x, block, p, global_scale, scale_floor)
     raise_if_not_finite(finite)
     return out
 
@@ -186,6 +197,31 @@ def e2m2_matmul(a: BlockTensor, b: BlockTensor) -> torch.Tensor:
 def compile_core(core: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.compile`` of a pure ``*_core`` function (one compiled object per core, shared by every caller)."""
     return torch.compile(core, dynamic=False)
+
+
+_VERIFIED: set[tuple[Any, ...]] = set()
+
+
+def run_core(core: Callable[..., Any], compile: bool, x: torch.Tensor, *options: Any) -> Any:
+    """``core(x, *options)``, eager or compiled. A compiled core is checked against eager, bit for bit, the first
+    time it meets a new input shape, dtype, layout or option set in this process, and raises if they differ: an
+    inductor kernel must never silently change the numbers. (Seen with torch 2.13: a process with
+    ``ATEN_CPU_CAPABILITY=avx2`` reusing kernels that an AVX-512 process had put in the shared on-disk inductor
+    cache computed wrong block scales; a separate ``TORCHINDUCTOR_CACHE_DIR`` fixed it.)"""
+    if not compile:
+        return core(x, *options)
+    out = compile_core(core)(x, *options)
+    key = (core, tuple(x.shape), tuple(x.stride()), x.dtype, x.device.type, options, torch.is_grad_enabled())
+    if key not in _VERIFIED and bool(out[-1]):  # a non-finite input raises in the caller instead
+        ref = core(x, *options)
+        if not all(torch.equal(a, b) for a, b in zip(out, ref, strict=True)):
+            raise RuntimeError(
+                f"torch.compile of {core.__name__} gave different numbers from eager on a {tuple(x.shape)} input; "
+                "a stale or foreign inductor cache is the usual cause (point TORCHINDUCTOR_CACHE_DIR at an empty "
+                "folder), else use compile=False"
+            )
+        _VERIFIED.add(key)
+    return out
 
 
 def compiled(name: Literal["qdq", "encode"] = "qdq") -> Callable[..., Any]:

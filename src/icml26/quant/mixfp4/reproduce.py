@@ -557,7 +557,13 @@ def platform_check(windows: int = 8) -> dict[str, Any]:
         procs = {
             name: subprocess.Popen(
                 [sys.executable, "-m", "icml26.quant.mixfp4.reproduce", "--platform-worker", str(windows), path],
-                env={**os.environ, **({} if name == "native" else _AVX2), "OMP_NUM_THREADS": "1"},
+                # each its own inductor cache: kernels cached by one ISA setting must not be reused by the other
+                env={
+                    **os.environ,
+                    **({} if name == "native" else _AVX2),
+                    "OMP_NUM_THREADS": "1",
+                    "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/inductor-{name}",
+                },
             )
             for name, path in paths.items()
         }

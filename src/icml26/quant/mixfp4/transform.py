@@ -17,7 +17,7 @@ from icml26.quant._common import (
     nvfp4_qdq_core,
     raise_if_not_finite,
 )
-from icml26.quant.mixfp4.format import GlobalScale, check_options, compile_core, mixfp4_qdq_core
+from icml26.quant.mixfp4.format import GlobalScale, check_options, mixfp4_qdq_core, run_core
 
 __all__ = [
     "FakeQuantLinear",
@@ -66,10 +66,8 @@ class QuantConfig:
     def qdq(self, x: torch.Tensor, compile: bool | None = None) -> torch.Tensor:
         """Fake-quantise x along its last dimension (``compile`` defaults to the config's own flag)."""
         check_blockable(x, self.block, finite=False)
-        core = self._core()
-        if self.compile if compile is None else compile:
-            core = compile_core(core)
-        values, finite = core(x, self.block, *self._options())
+        use_compile = self.compile if compile is None else compile
+        values, finite = run_core(self._core(), use_compile, x, self.block, *self._options())
         raise_if_not_finite(finite)
         return values
 
