@@ -48,6 +48,7 @@ __all__ = [
     "E5M2_MAX",
     "TINY_AMAX",
     "BlockTensor",
+    "block_error",
     "check_blockable",
     "check_scale_floor",
     "dequantize",
@@ -301,6 +302,24 @@ def _e2m1_round(y: torch.Tensor) -> torch.Tensor:
     return torch.copysign(torch.round(a / step) * step, y)
 
 
+def block_error(d: torch.Tensor, p: float) -> torch.Tensor:
+    """sum |d|^p over the last dimension (a block), in a fixed pairwise order.
+
+    The order is written out (halves added, then halves of those...) so that eager ATen kernels and
+    ``torch.compile`` kernels add the same numbers in the same order and agree bit for bit (a plain ``sum`` is
+    reduced in a kernel-dependent order, which flips the choice of near-tied candidates). |d|^p is computed exactly
+    rounded for p in {2, 1, 0.5} (square, abs, sqrt); other p use ``pow``, whose last bit may differ by kernel.
+    """
+    e = d.square() if p == 2 else d.abs() if p == 1 else d.abs().sqrt() if p == 0.5 else d.abs().pow(p)
+    n = e.shape[-1]
+    while n > 1:
+        half = n // 2
+        pairs = e[..., :half] + e[..., half : 2 * half]
+        e = torch.cat([pairs, e[..., 2 * half :]], dim=-1) if n % 2 else pairs
+        n = e.shape[-1]
+    return e[..., 0]
+
+
 def _nvfp4_parts(
     xb: torch.Tensor, g: torch.Tensor, q_max: float, scale_floor: float | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -356,8 +375,7 @@ def four_over_six_qdq_core(
     g = nvfp4_global_scale(x)
     _, raw, _, six = _nvfp4_parts(xb, g, 6.0, scale_floor)
     _, _, _, four = _nvfp4_parts(xb, g, 4.0, scale_floor)
-    err6, err4 = ((xb - v).square() if p == 2 else (xb - v).abs().pow(p) for v in (six, four))
-    values = torch.where((err4.sum(-1) < err6.sum(-1))[..., None], four, six)
+    values = torch.where((block_error(xb - four, p) < block_error(xb - six, p))[..., None], four, six)
     return values.reshape(x.shape).to(x.dtype), torch.isfinite(raw).all()
 
 

@@ -28,8 +28,9 @@ Our readings and choices, each an option:
   the tensor's largest. Tensors whose amax is below 2^-100 quantise to zero (their reciprocal scale overflows).
 - Activations choose per block at run time with a dynamic tensor scale (like NVFP4's activation quantiser); every
   linear layer but lm_head (and embeddings) is quantised; rounding is RNE.
-- ``compile=True`` (configs) or :func:`compiled` runs the tensor work through ``torch.compile``: bit-identical,
-  no graph break (the NaN/inf check is a flag computed inside the graph and raised after it).
+- ``compile=True`` (configs) or :func:`compiled` runs the tensor work through ``torch.compile``: bit-identical to
+  eager for p in {2, 1, 0.5} (block errors are summed in a written-out order; checked on first use per shape),
+  with no graph break (the NaN/inf check is a flag computed inside the graph and raised after it).
 
 The paper's headline numbers (+3.1% tensor-core area, +1.5% power) are hardware results, not reproduced here.
 

