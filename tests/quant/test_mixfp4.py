@@ -536,3 +536,12 @@ def test_a_compiled_kernel_that_changes_the_numbers_is_refused(monkeypatch):
         NVFP4Config(compile=True).qdq(x)
     monkeypatch.setattr(mformat, "compile_core", lambda core: core)
     assert torch.equal(mixfp4_qdq(x, compile=True), mixfp4_qdq(x))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 24, 32])
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.5, 3.0])
+def test_block_error_is_the_lp_sum_in_a_fixed_order(n, p):
+    d = torch.randn(7, n, generator=torch.Generator().manual_seed(n))
+    torch.testing.assert_close(fmt.block_error(d, p), d.abs().pow(p).sum(-1), rtol=1e-5, atol=1e-6)
+    ints = torch.randint(-8, 8, (7, n), generator=torch.Generator().manual_seed(1)).float()
+    assert torch.equal(fmt.block_error(ints, 2.0), (ints**2).sum(-1))  # small integers: every order is exact
