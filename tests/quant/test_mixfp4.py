@@ -492,6 +492,30 @@ def test_perturbed_inputs_are_tiny_and_seeded():
     assert info["aten_cpu_capability"] in ("DEFAULT", "AVX2", "AVX512", "ZVECTOR", "VSX", "SVE256", "NEON")
 
 
+def test_platform_comparison_on_hand_made_runs():
+    """compare_platforms: arms scored once (no activation rounding) appear in the first input only."""
+    from icml26.quant.mixfp4 import reproduce as R
+
+    def run(shift: float) -> list[dict]:
+        rows = []
+        for seed, (a, b) in enumerate([(4.0, 4.1), (5.0, 4.9), (3.0, 3.0)]):
+            first = {"input": 0, "fp": 3.0, "mixfp4_w4": 3.1, "nvfp4_w4": 3.2, "mixfp4_a4": a, "nvfp4_a4": 4.05}
+            first |= {"mixfp4_w4a4": a + 0.5, "nvfp4_w4a4": 4.6}
+            second = {"input": 1, "mixfp4_a4": b + shift, "nvfp4_a4": 4.05, "mixfp4_w4a4": b, "nvfp4_w4a4": 4.6}
+            rows.append({"seed": seed, "per_input": [first, second], "platform": {"aten_cpu_capability": "x"}})
+        return rows
+
+    out = R.compare_platforms({"native": run(0.0), "avx2": run(0.2)})
+    assert out["windows"] == 3 and out["inputs_per_window"] == 2
+    fp = out["nll_difference_native_minus_avx2"]["fp"]
+    assert fp["one_input"] == fp["mean_of_inputs"] == {"sd": 0.0, "max_abs": 0.0}
+    mix = out["nll_difference_native_minus_avx2"]["mixfp4_a4"]
+    assert mix["one_input"]["max_abs"] == 0.0 and mix["mean_of_inputs"]["max_abs"] == pytest.approx(0.1)
+    c2b = out["effects"]["C2b"]["native/mean_of_inputs"]
+    assert c2b["mean"] == pytest.approx(np.mean([4.05 - 4.05, 4.05 - 4.95, 4.05 - 3.0])) and c2b["wins"] == 1
+    assert out["effects"]["C2w"]["avx2/mean_of_inputs"] == {"mean": pytest.approx(0.1), "wins": 3, "n": 3}
+
+
 def test_benchmark_rows_tiny():
     import importlib.util
     from pathlib import Path

@@ -556,8 +556,6 @@ def platform_check(windows: int = 8) -> dict[str, Any]:
     import sys
     import tempfile
 
-    import numpy as np
-
     with tempfile.TemporaryDirectory() as tmp:
         paths = {"native": f"{tmp}/native.json", "avx2": f"{tmp}/avx2.json"}
         procs = {
@@ -580,11 +578,19 @@ def platform_check(windows: int = 8) -> dict[str, Any]:
         for name, path in paths.items():
             with open(path, encoding="utf-8") as f:
                 runs[name] = json.load(f)
+    return compare_platforms(runs)
+
+
+def compare_platforms(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """:func:`platform_check`'s summary of two runs ("native", "avx2"; per window: seed, per_input, platform).
+
+    Arms scored on the window alone (no activation quantisation) appear in the first input only; their "mean of
+    inputs" is that one score, as in the cells."""
+    import numpy as np
 
     def nll(run: str, arm: str, one: bool) -> Any:
-        return np.array(
-            [r["per_input"][0][arm] if one else np.mean([p[arm] for p in r["per_input"]]) for r in runs[run]]
-        )
+        per_window = [[p[arm] for p in r["per_input"] if arm in p] for r in runs[run]]
+        return np.array([v[0] if one else np.mean(v) for v in per_window])
 
     arms = [a for a in runs["native"][0]["per_input"][0] if a != "input"]
     spread = {}
@@ -605,7 +611,7 @@ def platform_check(windows: int = 8) -> dict[str, Any]:
                 d = nll(run, base, one) - nll(run, method, one)
                 effects[claim][f"{run}/{label}"] = {"mean": float(d.mean()), "wins": int((d > 0).sum()), "n": d.size}
     return {
-        "windows": windows,
+        "windows": len(runs["native"]),
         "inputs_per_window": len(runs["native"][0]["per_input"]),
         "platforms": {name: runs[name][0]["platform"] for name in runs},
         "nll_difference_native_minus_avx2": spread,
