@@ -23,8 +23,10 @@ Block formats (Open Compute Project MX v1.0; NVIDIA NVFP4):
 
 - NVFP4: 16 consecutive elements along the last (reduction) dimension share an E4M3 scale s_b; one FP32
   tensor scale g = amax(x) / (448 * 6); s_b = E4M3(amax_b / (6 g)); x ~ g s_b E2M1(x / (g s_b)). 4.5 bits/element.
-  (torchao additionally clamps s_b to at least 2^-6, E4M3's smallest normal; we keep E4M3's subnormal scales,
-  which differs only for blocks more than ~2^11 times smaller than the tensor's maximum block.)
+  The arithmetic is torchao's (s_b from amax_b / 6 / g, elements rounded from x * ((1 / g) / s_b)). torchao 0.18
+  also clamps s_b to at least 2^-6 (E4M3's smallest normal); by default we keep E4M3's subnormal scales (down to
+  2^-9), which differs only in blocks ~2^15 times smaller than the tensor's largest block; ``scale_floor=2**-6``
+  reproduces torchao bit for bit. Tensors with amax below 2^-100 quantise to zero (see ``TINY_AMAX``).
 - MXFP4: 32-element blocks, E8M0 scale 2^(floor(log2 amax_b) - 2) (emax of E2M1 is 2), E2M1 elements.
 - MXFP8: 32-element blocks, E8M0 scale 2^(floor(log2 amax_b) - 8), E4M3 elements.
 
@@ -42,9 +44,13 @@ __all__ = [
     "E2M1_VALUES",
     "E2M2_VALUES",
     "E4M3_MAX",
+    "E4M3_SMALLEST_NORMAL",
     "E5M2_MAX",
+    "TINY_AMAX",
     "BlockTensor",
+    "block_error",
     "check_blockable",
+    "check_scale_floor",
     "dequantize",
     "e1m2_decode",
     "e1m2_encode",
@@ -58,10 +64,16 @@ __all__ = [
     "e8m0_decode",
     "e8m0_encode",
     "four_over_six_qdq",
+    "four_over_six_qdq_core",
+    "mxfp4_qdq_core",
     "mxfp4_quantize",
     "mxfp8_quantize",
+    "nvfp4_global_scale",
+    "nvfp4_qdq",
+    "nvfp4_qdq_core",
     "nvfp4_quantize",
     "pack_nibbles",
+    "raise_if_not_finite",
     "to_e2m2",
     "unpack_nibbles",
 ]
@@ -186,19 +198,41 @@ def unpack_nibbles(packed: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------------------- block formats
-def check_blockable(x: torch.Tensor, block: int) -> None:
-    """Clear errors for what block quantisation cannot take."""
+def check_blockable(x: torch.Tensor, block: int, finite: bool = True) -> None:
+    """Clear errors for what block quantisation cannot take.
+
+    ``finite=False`` checks only what is static (type, dtype, shape, block), never the data, so that it never
+    breaks a ``torch.compile`` graph; the compiled paths check finiteness inside the graph instead.
+    """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"expected a torch.Tensor, got {type(x).__name__}")
-    if not isinstance(block, int) or block < 1:
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ValueError(f"block size must be a positive integer, got {block!r}")
+    if x.dtype not in _DTYPES:
+        raise TypeError(f"the tensor must be float16, bfloat16, float32 or float64, got {x.dtype}")
     if x.numel() == 0:
         raise ValueError("cannot quantise an empty tensor")
     if x.ndim == 0 or x.shape[-1] % block:
         raise ValueError(
             f"the last dimension ({x.shape[-1] if x.ndim else 'scalar'}) must be a multiple of the block size {block}"
         )
-    _check_finite(x, "the tensor")
+    if finite:
+        _check_finite(x, "the tensor")
+
+
+def raise_if_not_finite(all_finite: torch.Tensor) -> None:
+    """The finiteness check of the compiled paths, read after the graph (``all_finite`` is a 0-d bool tensor)."""
+    if not bool(all_finite):
+        raise ValueError("the tensor contains NaN or inf; refusing to quantise it")
+
+
+def check_scale_floor(scale_floor: float | None) -> None:
+    if scale_floor is None:
+        return
+    if isinstance(scale_floor, bool) or not isinstance(scale_floor, int | float):
+        raise TypeError(f"scale_floor must be None or a number, got {type(scale_floor).__name__} {scale_floor!r}")
+    if not (0 < scale_floor <= E4M3_MAX):
+        raise ValueError(f"scale_floor must be in (0, 448] (an E4M3 block scale) or None, got {scale_floor!r}")
 
 
 @dataclass(frozen=True)
@@ -229,50 +263,145 @@ def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     return torch.where(den == 0, torch.zeros_like(num), num / torch.where(den == 0, torch.ones_like(den), den))
 
 
+TINY_AMAX = 2.0**-100
+"""Tensors whose largest magnitude is below this quantise to zero in the NVFP4-family formats (their reciprocal
+tensor scale 448 q_max / amax would overflow FP32); documented and tested behaviour."""
+
+E4M3_SMALLEST_NORMAL = 2.0**-6
+"""torchao's ``E4M3_EPS``: the floor it puts under every NVFP4 block scale (``scale_floor=2**-6`` matches it)."""
+
+
 def nvfp4_global_scale(x: torch.Tensor, q_max: float = 6.0) -> torch.Tensor:
-    """g = amax(x) / (448 * q_max) as FP32 (1.0 for an all-zero tensor)."""
+    """g = amax(x) / (448 * q_max) as FP32 (1.0 for an all-zero tensor or one below :data:`TINY_AMAX`)."""
     amax = x.detach().abs().amax().float()
-    return torch.where(amax > 0, amax / (E4M3_MAX * q_max), torch.ones_like(amax))
+    return torch.where(amax >= TINY_AMAX, amax / (E4M3_MAX * q_max), torch.ones_like(amax))
 
 
-def nvfp4_quantize(x: torch.Tensor, block: int = 16) -> BlockTensor:
-    """NVFP4: E2M1 elements, E4M3 block scales over ``block`` (16) elements, FP32 tensor scale."""
-    check_blockable(x, block)
-    xb = _blocks(x, block)
-    g = nvfp4_global_scale(x)
-    scale_bits = e4m3_encode(xb.abs().amax(-1) / (6.0 * g), check=False)
-    scale = e4m3_decode(scale_bits) * g
-    codes = e2m1_encode(_safe_div(xb, scale[..., None]), check=False)
-    return BlockTensor("nvfp4", pack_nibbles(codes.flatten(-2)), scale_bits, g, block, x.shape, x.dtype)
+def _e4m3_block_scale(
+    amax: torch.Tensor, q_max: float, g: torch.Tensor, scale_floor: float | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(E4M3 bits, decoded block scale s_b, unrounded amax_b / q_max / g) in torchao's order of operations."""
+    raw = amax / q_max / g
+    clamped = raw if scale_floor is None else raw.clamp(min=scale_floor)
+    bits = e4m3_encode(clamped, check=False)
+    return bits, e4m3_decode(bits), raw
 
 
-def four_over_six_qdq(x: torch.Tensor, block: int = 16, p: float = 2.0) -> torch.Tensor:
-    """NVFP4 with "Four Over Six" block scaling (arXiv 2512.02010): each block's max is mapped to 6 (NVFP4) or to
-    4, whichever gives the smaller block error sum |x - x^|^p; same E4M3 scales, E2M1 codes and tensor scale g,
-    so storage is unchanged (the choice is implicit in the stored scale). Fake-quant values."""
-    check_blockable(x, block)
-    xb = _blocks(x, block)
-    g = nvfp4_global_scale(x)
+def _multiplier(g: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """What x is multiplied by before rounding to the element grid: (1 / g) / s_b, torchao's (and the MSLK
+    kernel's) arithmetic; 0 in blocks whose stored scale is 0 (they decode to zero anyway)."""
+    zero = s == 0
+    return torch.where(zero, torch.zeros_like(s), (1.0 / g) / torch.where(zero, torch.ones_like(s), s))
+
+
+def _e2m1_round(y: torch.Tensor) -> torch.Tensor:
+    """Values of y rounded onto the signed E2M1 grid (RNE, saturating at +-6): the same binade steps as
+    :func:`e2m1_encode` (0.5 below 2, 1 below 4, then 2), on values, so fake-quant needs no codes."""
+    a = y.abs().clamp(max=6.0)
+    step = torch.where(a < 2.0, 0.5, torch.where(a < 4.0, 1.0, 2.0))
+    return torch.copysign(torch.round(a / step) * step, y)
+
+
+def block_error(d: torch.Tensor, p: float) -> torch.Tensor:
+    """sum |d|^p over the last dimension (a block), in a fixed pairwise order.
+
+    The order is written out (halves added, then halves of those...) so that eager ATen kernels and
+    ``torch.compile`` kernels add the same numbers in the same order and agree bit for bit (a plain ``sum`` is
+    reduced in a kernel-dependent order, which flips the choice of near-tied candidates). |d|^p is computed exactly
+    rounded for p in {2, 1, 0.5} (square, abs, sqrt); other p use ``pow``, whose last bit may differ by kernel.
+    """
+    e = d.square() if p == 2 else d.abs() if p == 1 else d.abs().sqrt() if p == 0.5 else d.abs().pow(p)
+    n = e.shape[-1]
+    while n > 1:
+        half = n // 2
+        pairs = e[..., :half] + e[..., half : 2 * half]
+        e = torch.cat([pairs, e[..., 2 * half :]], dim=-1) if n % 2 else pairs
+        n = e.shape[-1]
+    return e[..., 0]
+
+
+def _nvfp4_parts(
+    xb: torch.Tensor, g: torch.Tensor, q_max: float, scale_floor: float | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One E2M1 candidate of blocked x whose block max maps to ``q_max`` (6: NVFP4; 4: Four Over Six's other
+    choice): (scale bits, unrounded scale, grid values, dequantised values)."""
     amax = xb.abs().amax(-1)
+    bits, s, raw = _e4m3_block_scale(amax, q_max, g, scale_floor)
+    grid = _e2m1_round(xb * _multiplier(g, s)[..., None])
+    return bits, raw, grid, grid * (s * g)[..., None]
 
-    def candidate(target: float) -> tuple[torch.Tensor, torch.Tensor]:
-        scale = (e4m3_decode(e4m3_encode(amax / (target * g), check=False)) * g)[..., None]
-        values = e2m1_decode(e2m1_encode(_safe_div(xb, scale), check=False)) * scale
-        return values, (xb - values).abs().pow(p).sum(-1)
 
-    six, err6 = candidate(6.0)
-    four, err4 = candidate(4.0)
-    return torch.where((err4 < err6)[..., None], four, six).reshape(x.shape).to(x.dtype)
+def nvfp4_quantize(x: torch.Tensor, block: int = 16, scale_floor: float | None = None) -> BlockTensor:
+    """NVFP4: E2M1 elements, E4M3 block scales over ``block`` (16) elements, FP32 tensor scale.
+
+    g = amax / (448 * 6); s_b = E4M3(amax_b / 6 / g); codes = RNE(x * ((1 / g) / s_b)), torchao's arithmetic.
+    ``scale_floor=None`` keeps E4M3's subnormal block scales (down to 2^-9; ours, the format's full range);
+    ``scale_floor=2**-6`` clamps them to E4M3's smallest normal like torchao 0.18's ``NVFP4Tensor.to_nvfp4``,
+    and then equals it bit for bit. The two differ only in blocks whose amax is below ~2^-6 * 6 g, i.e. more than
+    ~2^15 times smaller than the tensor's maximum; the floor makes those blocks coarser (often all zero).
+    """
+    check_blockable(x, block)
+    check_scale_floor(scale_floor)
+    xb = _blocks(x, block)
+    g = nvfp4_global_scale(x)
+    bits, _, grid, _ = _nvfp4_parts(xb, g, 6.0, scale_floor)
+    codes = e2m1_encode(grid, check=False)
+    return BlockTensor("nvfp4", pack_nibbles(codes.flatten(-2)), bits, g, block, x.shape, x.dtype)
+
+
+def nvfp4_qdq_core(
+    x: torch.Tensor, block: int = 16, scale_floor: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fake-quantised x, all-finite flag): pure tensor code, no check, no graph break (``torch.compile``-able)."""
+    xb = _blocks(x, block)
+    _, raw, _, values = _nvfp4_parts(xb, nvfp4_global_scale(x), 6.0, scale_floor)
+    return values.reshape(x.shape).to(x.dtype), torch.isfinite(raw).all()
+
+
+def nvfp4_qdq(x: torch.Tensor, block: int = 16, scale_floor: float | None = None) -> torch.Tensor:
+    """NVFP4 fake-quant: exactly ``dequantize(nvfp4_quantize(x))`` without packing."""
+    check_blockable(x, block, finite=False)
+    check_scale_floor(scale_floor)
+    values, finite = nvfp4_qdq_core(x, block, scale_floor)
+    raise_if_not_finite(finite)
+    return values
+
+
+def four_over_six_qdq_core(
+    x: torch.Tensor, block: int = 16, p: float = 2.0, scale_floor: float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fake-quantised x, all-finite flag) of :func:`four_over_six_qdq`, compile-friendly."""
+    xb = _blocks(x, block)
+    g = nvfp4_global_scale(x)
+    _, raw, _, six = _nvfp4_parts(xb, g, 6.0, scale_floor)
+    _, _, _, four = _nvfp4_parts(xb, g, 4.0, scale_floor)
+    values = torch.where((block_error(xb - four, p) < block_error(xb - six, p))[..., None], four, six)
+    return values.reshape(x.shape).to(x.dtype), torch.isfinite(raw).all()
+
+
+def four_over_six_qdq(
+    x: torch.Tensor, block: int = 16, p: float = 2.0, scale_floor: float | None = None
+) -> torch.Tensor:
+    """NVFP4 with "Four Over Six" block scaling (arXiv 2512.02010): each block's max is mapped to 6 (NVFP4) or to
+    4, whichever gives the smaller block error sum |x - x^|^p (ties keep 6); same E4M3 scales, E2M1 codes and
+    tensor scale g, so storage is unchanged (the choice is implicit in the stored scale). Fake-quant values."""
+    check_blockable(x, block, finite=False)
+    check_scale_floor(scale_floor)
+    values, finite = four_over_six_qdq_core(x, block, p, scale_floor)
+    raise_if_not_finite(finite)
+    return values
+
+
+def _mx_exponent(amax: torch.Tensor, emax: int) -> torch.Tensor:
+    # shared exponent floor(log2 amax) - emax; frexp gives amax = m 2^e with m in [0.5, 1): floor(log2) = e - 1
+    exponent = torch.frexp(amax)[1] - 1 - emax
+    return torch.where(amax > 0, exponent, torch.full_like(exponent, -127)).clamp(-127, 127)
 
 
 def _mx_quantize(x: torch.Tensor, block: int, emax: int, fp8: bool) -> BlockTensor:
     check_blockable(x, block)
     xb = _blocks(x, block)
-    amax = xb.abs().amax(-1)
-    # shared exponent floor(log2 amax) - emax; frexp gives amax = m 2^e with m in [0.5, 1): floor(log2) = e - 1
-    exponent = torch.frexp(amax)[1] - 1 - emax
-    exponent = torch.where(amax > 0, exponent, torch.full_like(exponent, -127))
-    scale_bits = e8m0_encode(exponent)
+    scale_bits = e8m0_encode(_mx_exponent(xb.abs().amax(-1), emax))
     scale = e8m0_decode(scale_bits)
     scaled = xb / scale[..., None]
     if fp8:
@@ -285,6 +414,15 @@ def _mx_quantize(x: torch.Tensor, block: int, emax: int, fp8: bool) -> BlockTens
 def mxfp4_quantize(x: torch.Tensor, block: int = 32) -> BlockTensor:
     """OCP MXFP4: E2M1 elements, E8M0 scale 2^(floor(log2 amax_b) - 2) per 32-element block."""
     return _mx_quantize(x, block, emax=2, fp8=False)
+
+
+def mxfp4_qdq_core(x: torch.Tensor, block: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``dequantize(mxfp4_quantize(x))``, all-finite flag) without packing, compile-friendly."""
+    xb = _blocks(x, block)
+    amax = xb.abs().amax(-1)
+    scale = torch.exp2(_mx_exponent(amax, 2).float())[..., None]  # E8M0 decode (never 0xFF: exponent <= 127)
+    values = _e2m1_round(xb / scale) * scale
+    return values.reshape(x.shape).to(x.dtype), torch.isfinite(amax).all()
 
 
 def mxfp8_quantize(x: torch.Tensor, block: int = 32) -> BlockTensor:
