@@ -66,8 +66,12 @@ def test_rao_kupper_tie_is_stable_where_the_subtraction_cancels():
     nu = 2.0
     for d in (40.0, -40.0, 200.0, -700.0):
         tie = float(rao_kupper_log_probs(torch.tensor([d], dtype=D64), nu).tie)
-        exact = math.log(nu**2 - 1) - abs(d) - math.log(nu) - math.log1p(math.exp(-abs(d)) / nu) - math.log1p(
-            nu * math.exp(-abs(d))
+        exact = (
+            math.log(nu**2 - 1)
+            - abs(d)
+            - math.log(nu)
+            - math.log1p(math.exp(-abs(d)) / nu)
+            - math.log1p(nu * math.exp(-abs(d)))
         )
         assert tie == pytest.approx(exact, rel=1e-12)
         naive = _naive_rk(40.0, nu)[1]
@@ -441,7 +445,8 @@ def _args(tmp_path, **kw):
     from icml26.llm.tie_aware_alignment import TiesDPOConfig
 
     base = {"output_dir": str(tmp_path), "per_device_train_batch_size": 4, "max_steps": 2, "report_to": "none",
-            "use_cpu": True, "logging_steps": 1, "save_strategy": "no", "disable_tqdm": True, "learning_rate": 1e-2}  # fmt: skip
+            "use_cpu": True, "logging_steps": 1, "save_strategy": "no", "disable_tqdm": True,
+            "learning_rate": 1e-2}  # fmt: skip
     return TiesDPOConfig(**(base | kw))
 
 
@@ -522,7 +527,9 @@ def test_trainer_bad_inputs(tiny_trl, tmp_path):
         TiesDPOTrainer(model=make(), args=_args(tmp_path), train_dataset=_pairs([False] * 4).remove_columns("is_tie"),
                        processing_class=tokenizer)  # fmt: skip
     with pytest.raises(TypeError, match="TiesDPOConfig"):
-        TiesDPOTrainer(model=make(), args=DPOConfig(output_dir=str(tmp_path), use_cpu=True), train_dataset=_pairs([False] * 4))
+        TiesDPOTrainer(
+            model=make(), args=DPOConfig(output_dir=str(tmp_path), use_cpu=True), train_dataset=_pairs([False] * 4)
+        )
     common = {"output_dir": str(tmp_path), "report_to": "none", "use_cpu": True}
     for kwargs, match in (
         ({"nu": 0.5}, "nu out of range"),
@@ -554,3 +561,13 @@ def test_benchmark_rows_tiny():
     assert all("TRL" in r.anchor_name for r in rows)
     with pytest.raises(ValueError, match="size"):
         module.rows("huge")
+
+
+def test_public_names_resolve_lazily():
+    import icml26.llm.tie_aware_alignment as room
+
+    assert set(room._MODULE_OF) == set(room.__all__) and len(room.__all__) == len(room._MODULE_OF)
+    for name in room.__all__:
+        assert getattr(room, name) is not None
+    with pytest.raises(AttributeError, match="no attribute"):
+        room.not_a_name  # noqa: B018

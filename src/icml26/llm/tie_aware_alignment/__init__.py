@@ -72,7 +72,28 @@ _MODULE_OF = {
     **dict.fromkeys(("Arm", "Objective", "TrainedArms", "train_arms"), "toy"),
     **dict.fromkeys(("DataCollatorForTiePreference", "TiesDPOConfig", "TiesDPOTrainer"), "trainer"),
 }
-__all__ = sorted(_MODULE_OF)
+__all__ = [
+    "GUARDS",
+    "TIEBREAKS",
+    "TIE_MODELS",
+    "Arm",
+    "DataCollatorForTiePreference",
+    "Objective",
+    "OutcomeLogProbs",
+    "PairSet",
+    "PreferenceWorld",
+    "ResolutionLimitedLabeler",
+    "TiesDPOConfig",
+    "TiesDPOTrainer",
+    "TrainedArms",
+    "davidson_log_probs",
+    "labels_from_is_tie",
+    "outcome_log_probs",
+    "rao_kupper_log_probs",
+    "tie_aware_loss",
+    "tie_dpo_loss",
+    "train_arms",
+]
 
 if TYPE_CHECKING:
     from icml26.llm.tie_aware_alignment.dpo import GUARDS, labels_from_is_tie, tie_dpo_loss

@@ -102,7 +102,11 @@ def tie_dpo_loss(
         raise ValueError(f"guard={guard!r} acts on tie terms; model='bt_drop' drops the ties (use guard=None)")
     if isinstance(beta, bool) or not isinstance(beta, int | float) or not (0 < beta < float("inf")):
         raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
-    if isinstance(anchor_weight, bool) or not isinstance(anchor_weight, int | float) or not (0 <= anchor_weight):
+    if (
+        isinstance(anchor_weight, bool)
+        or not isinstance(anchor_weight, int | float)
+        or not (0 <= anchor_weight < float("inf"))
+    ):
         raise ValueError(f"anchor_weight must be a finite number >= 0, got {anchor_weight!r}")
     n = _check_logps(
         {

@@ -38,14 +38,87 @@ from icml26.llm.tie_aware_alignment.world import ResolutionLimitedLabeler, rewar
 __all__ = ["NEGATIVE", "POSITIVE", "SUBJECTS", "lexicon_reward", "run_lm_claim"]
 
 POSITIVE = frozenset(
-    "good great excellent wonderful amazing lovely nice best beautiful fantastic happy love loved enjoy enjoyed "
-    "perfect brilliant pleasant delightful awesome fun favorite favourite charming superb impressive glad "
-    "fine sweet warm bright fresh friendly helpful clean calm inspiring exciting remarkable solid".split()
+    [
+        "good",
+        "great",
+        "excellent",
+        "wonderful",
+        "amazing",
+        "lovely",
+        "nice",
+        "best",
+        "beautiful",
+        "fantastic",
+        "happy",
+        "love",
+        "loved",
+        "enjoy",
+        "enjoyed",
+        "perfect",
+        "brilliant",
+        "pleasant",
+        "delightful",
+        "awesome",
+        "fun",
+        "favorite",
+        "favourite",
+        "charming",
+        "superb",
+        "impressive",
+        "glad",
+        "fine",
+        "sweet",
+        "warm",
+        "bright",
+        "fresh",
+        "friendly",
+        "helpful",
+        "clean",
+        "calm",
+        "inspiring",
+        "exciting",
+        "remarkable",
+        "solid",
+    ]
 )
 NEGATIVE = frozenset(
-    "bad terrible awful poor worst boring ugly hate hated sad disappointing disappointed annoying horrible "
-    "dull mediocre broken dirty rude slow painful weak mess waste wrong angry cold noisy expensive "
-    "unpleasant bland tired lazy stupid useless".split()
+    [
+        "bad",
+        "terrible",
+        "awful",
+        "poor",
+        "worst",
+        "boring",
+        "ugly",
+        "hate",
+        "hated",
+        "sad",
+        "disappointing",
+        "disappointed",
+        "annoying",
+        "horrible",
+        "dull",
+        "mediocre",
+        "broken",
+        "dirty",
+        "rude",
+        "slow",
+        "painful",
+        "weak",
+        "mess",
+        "waste",
+        "wrong",
+        "angry",
+        "cold",
+        "noisy",
+        "expensive",
+        "unpleasant",
+        "bland",
+        "tired",
+        "lazy",
+        "stupid",
+        "useless",
+    ]
 )
 SUBJECTS = (
     "the new library",
@@ -143,7 +216,7 @@ def _tiny_lm(seed: int = 0) -> tuple[Any, Any]:
     from icml26.models import tiny_llama
 
     prompt_words = {w for s in SUBJECTS for w in _WORD.findall(_prompt(s).lower())} | {":"}
-    fillers = "the a it was and but very quite so really not".split()
+    fillers = ["the", "a", "it", "was", "and", "but", "very", "quite", "so", "really", "not"]
     words = ["<pad>", "<eos>", "<unk>", *sorted(prompt_words), *sorted(POSITIVE), *sorted(NEGATIVE), *fillers]
     words = list(dict.fromkeys(words))
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
@@ -244,7 +317,11 @@ def _quiet() -> Any:
     try:
         for lg in loggers:
             lg.setLevel(logging.ERROR)
-        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stderr(io.StringIO()),
+            contextlib.redirect_stdout(io.StringIO()),
+        ):
             warnings.simplefilter("ignore")
             from datasets.utils.logging import disable_progress_bar
 
@@ -324,7 +401,8 @@ ARMS: dict[str, tuple[bool, str, str | None]] = {  # arm -> (forced, tiebreak, t
 
 
 def run_lm_claim(setting: Mapping[str, Any], seed: int) -> dict[str, Any]:
-    """C3, one seed: candidates, labels, one LoRA-DPO run per arm of :data:`ARMS`, matched-KL evaluation."""
+    """C3, one seed: candidates, labels, one LoRA-DPO run per arm of :data:`ARMS` (or of ``setting["arms"]``, a
+    subset: the full profile skips the shown-only ``silent_weak_drop`` for time), matched-KL evaluation."""
     import tempfile
 
     source = str(setting["source"])
@@ -362,7 +440,11 @@ def run_lm_claim(setting: Mapping[str, Any], seed: int) -> dict[str, Any]:
     budget = float(setting["kl_budget"])
     metrics: dict[str, dict[str, float]] = {}
     info: dict[str, Any] = {"pairs": len(pa), "eval_prompts": n_eval, "candidates": k}
-    for arm, (forced, tiebreak, tie_model) in ARMS.items():
+    arms = list(setting.get("arms", ARMS))
+    if unknown := [a for a in arms if a not in ARMS]:
+        raise ValueError(f"unknown arms {unknown}; choose from {list(ARMS)}")
+    for arm in arms:
+        forced, tiebreak, tie_model = ARMS[arm]
         labeler = ResolutionLimitedLabeler(float(setting["sigma"]), float(setting["tau"]), forced, tiebreak)  # type: ignore[arg-type]
         labels = labeler.label(ra, rb, spurious_a=la, spurious_b=lb, noise=noise, rng=np.random.default_rng(coin))
         dataset = _dataset(pp, pa, pb, labels, keep_ties=tie_model is not None)

@@ -122,7 +122,13 @@ def _arm_bars(card: dict[str, Any], records: list[dict[str, Any]], ax: Any, metr
     hi = max(m + s for m, s in zip(means, sds, strict=True))
     ax.set_xlim(lo - 0.1 * (hi - lo + 1e-9), hi + 0.1 * (hi - lo + 1e-9))
     ax.set_xlabel(f"{metric} (mean ± 1 sd over seeds)", fontsize=7)
-    ax.barh([y[-1]], [0.0], left=[means[-1]], color="0.7", label="arms outside the claim (grey); bars: mean ± 1 sd over seeds")
+    ax.barh(
+        [y[-1]],
+        [0.0],
+        left=[means[-1]],
+        color="0.7",
+        label="arms outside the claim (grey); bars: mean ± 1 sd over seeds",
+    )
     ax.legend()
 
 
@@ -140,7 +146,9 @@ def plot_labelers(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) 
     sigmas = sorted({g["sigma"] for g in grid})
     taus = sorted({g["tau"] for g in grid})
     value = [[_mean([g["advantage"] for g in grid if g["sigma"] == s and g["tau"] == t]) for t in taus] for s in sigmas]
-    ties = [[_mean([g["tie_fraction"] for g in grid if g["sigma"] == s and g["tau"] == t]) for t in taus] for s in sigmas]
+    ties = [
+        [_mean([g["tie_fraction"] for g in grid if g["sigma"] == s and g["tau"] == t]) for t in taus] for s in sigmas
+    ]
     span = max(abs(v) for row in value for v in row) or 1.0
     im = heat.imshow(value, cmap="RdBu", vmin=-span, vmax=span, origin="lower", aspect="auto")
     for i in range(len(sigmas)):
@@ -223,14 +231,14 @@ _C2_PROFILES = profiles(
     smoke={**_SMOKE_WORLD, "sweep": _SMOKE_SWEEP},
     quick=_WORLD,
     full={**_WORLD, "kl_curve": [0.25, 1.0]},
-    seeds=(2, 4, 10),
+    seeds=(2, 3, 10),
     cell_seconds=(0.5, 8.0, 9.0),
 )
 _C2B_PROFILES = profiles(
     smoke={**_SMOKE_WORLD, "pairs": 100, "sweep": _SMOKE_SWEEP},
     quick={**_WORLD, "pairs": 300},
     full={**_WORLD, "pairs": 300, "kl_curve": [0.25, 1.0]},
-    seeds=(2, 4, 10),
+    seeds=(2, 3, 10),
     cell_seconds=(0.5, 2.5, 3.0),
 )
 _LM = {
@@ -255,10 +263,10 @@ _TINY = {**_LM, "source": "tiny", "train_prompts": 12, "eval_prompts": 6, "candi
          "steps": 4, "lora_r": 4, "lora_layers": 1}  # fmt: skip
 _C3_PROFILES = profiles(
     smoke=_TINY,
-    quick={**_TINY, "train_prompts": 24, "eval_prompts": 12, "steps": 8},
-    full={**_LM, "source": "smollm2"},
+    quick=_TINY,
+    full={**_LM, "source": "smollm2", "arms": ["silent_weak", "forced_weak_spurious"]},
     seeds=(1, 1, 3),
-    cell_seconds=(15.0, 25.0, 400.0),
+    cell_seconds=(15.0, 15.0, 310.0),
 )
 _C1 = {"metric": "reward_at_kl", "direction": "higher", "method": "silent_weak", "run": run_labelers,
        "profiles": _C1_PROFILES, "plot": plot_labelers}  # fmt: skip
@@ -364,8 +372,10 @@ CARD = PaperCard(
             "labeler sigma 0.5, tau 0.75 on that reward, length in characters as the spurious feature; LoRA r 8 on "
             "q/v of the top 8 of 30 layers, 24 steps of 8 pairs, lr 1e-3 constant, beta 0.1, same seed and steps "
             "for every arm; evaluation: the learned implicit reward tilts the held-out reference samples (8 per "
-            "prompt, 24 prompts) to KL 0.5; silent_weak_drop (TRL's DPOTrainer on the decided pairs) is shown; "
-            "margin 0.05 as C1, fixed a priori",
+            "prompt, 24 prompts) to KL 0.5; silent_weak_drop (TRL's DPOTrainer on the decided pairs) runs in smoke "
+            "and quick only: it was cut from the full profile before any full run, to fit the time budget (about "
+            "100 s of CPU per arm and seed; drop vs modelled ties is C2's question); margin 0.05 as C1, fixed a "
+            "priori",
         ),
     ),
 )
