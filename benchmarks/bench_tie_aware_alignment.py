@@ -53,13 +53,9 @@ def _model(layers: int, hidden: int, vocab: int) -> Any:
 
 
 def _tokenizer(vocab: int) -> Any:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from icml26.llm.tie_aware_alignment.lm import word_tokenizer
 
-    words = ["<pad>", "<eos>", "<unk>", *(f"w{i}" for i in range(vocab - 3))]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    return word_tokenizer([f"w{i}" for i in range(vocab - 3)])
 
 
 def _dataset(pairs: int, prompt: int, completion: int, vocab: int) -> Any:

@@ -410,18 +410,13 @@ def tiny_trl():
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
     pytest.importorskip("trl")
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
+    from icml26.llm.tie_aware_alignment.lm import word_tokenizer
     from icml26.models import tiny_llama
 
-    words = ["<pad>", "<eos>", "<unk>", *map(str, range(10)), "+", "="]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    tokenizer = word_tokenizer([*map(str, range(10)), "+", "="])
 
     def model(seed=0):
-        return tiny_llama(seed, vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        return tiny_llama(seed, vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                           num_attention_heads=2, num_key_value_heads=2, pad_token_id=0, eos_token_id=1)  # fmt: skip
 
     return model, tokenizer

@@ -35,7 +35,7 @@ import torch
 
 from icml26.llm.tie_aware_alignment.world import ResolutionLimitedLabeler, reward_at_matched_kl
 
-__all__ = ["NEGATIVE", "POSITIVE", "SUBJECTS", "lexicon_reward", "run_lm_claim"]
+__all__ = ["NEGATIVE", "POSITIVE", "SUBJECTS", "lexicon_reward", "run_lm_claim", "word_tokenizer"]
 
 POSITIVE = frozenset(
     [
@@ -208,21 +208,26 @@ def _prompt(subject: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- models
-def _tiny_lm(seed: int = 0) -> tuple[Any, Any]:
-    """A tiny random Llama and a word-level tokenizer over the prompts' and the lexicon's words (plumbing only)."""
+def word_tokenizer(words: list[str]) -> Any:
+    """A word-level fast tokenizer over ``words`` (``<pad>``, ``<eos>``, ``<unk>`` first, ids 0, 1, 2), split on
+    whitespace and punctuation: for tiny random models in tests, benchmarks and the plumbing profiles."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
+    vocab = list(dict.fromkeys(["<pad>", "<eos>", "<unk>", *words]))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+
+
+def _tiny_lm(seed: int = 0) -> tuple[Any, Any]:
+    """A tiny random Llama and a word-level tokenizer over the prompts' and the lexicon's words (plumbing only)."""
     from icml26.models import tiny_llama
 
     prompt_words = {w for s in SUBJECTS for w in _WORD.findall(_prompt(s).lower())} | {":"}
     fillers = ["the", "a", "it", "was", "and", "but", "very", "quite", "so", "really", "not"]
-    words = ["<pad>", "<eos>", "<unk>", *sorted(prompt_words), *sorted(POSITIVE), *sorted(NEGATIVE), *fillers]
-    words = list(dict.fromkeys(words))
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
-    model = tiny_llama(seed, vocab_size=len(words), pad_token_id=0, eos_token_id=1, bos_token_id=1)
+    tokenizer = word_tokenizer([*sorted(prompt_words), *sorted(POSITIVE), *sorted(NEGATIVE), *fillers])
+    model = tiny_llama(seed, vocab_size=len(tokenizer), pad_token_id=0, eos_token_id=1, bos_token_id=1)
     return model, tokenizer
 
 
