@@ -142,7 +142,13 @@ class _Solver:
         )
 
     def _drift(self, x: torch.Tensor) -> torch.Tensor:
-        g = self.objective.first_variation_grad(x)
+        try:
+            g = self.objective.first_variation_grad(x)
+        except RuntimeError as exc:  # a shape clash inside the objective (its potential or data in another dimension)
+            raise ValueError(
+                f"the objective's drift failed on particles of shape {tuple(x.shape)} ({exc}): "
+                f"is the objective defined in dimension {self.domain.dim}?"
+            ) from exc
         if g.shape != x.shape:
             raise ValueError(
                 f"the objective's drift has shape {tuple(g.shape)} for particles of shape {tuple(x.shape)}: "

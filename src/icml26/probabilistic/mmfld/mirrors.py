@@ -69,8 +69,9 @@ def _require(domain: Domain, kind: type, mirror: str) -> None:
 # --------------------------------------------------------------------------------------------------- boxes
 class _BoxMirror(MirrorMap):
     def __init__(self, lo: float | list[float] | Box = 0.0, hi: float | list[float] = 1.0, dim: int | None = None):
+        if isinstance(lo, Domain):
+            _require(lo, Box, type(self).__name__)
         self.domain = lo if isinstance(lo, Box) else Box(lo, hi, dim)
-        _require(self.domain, Box, type(self).__name__)
 
     def _u(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         box = self.domain
@@ -136,8 +137,9 @@ class EntropicBox(_BoxMirror):
 # ------------------------------------------------------------------------------------------------ simplices
 class _SimplexMirror(MirrorMap):
     def __init__(self, dim: int | Simplex = 2):
+        if isinstance(dim, Domain):
+            _require(dim, Simplex, type(self).__name__)
         self.domain = dim if isinstance(dim, Simplex) else Simplex(dim)
-        _require(self.domain, Simplex, type(self).__name__)
 
     @property
     def noise_dim(self) -> int:

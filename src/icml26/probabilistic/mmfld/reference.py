@@ -21,7 +21,7 @@ import torch
 
 from icml26.probabilistic.mmfld.domains import DTYPE, Box, Domain, DomainError, Grid, Simplex
 
-__all__ = ["BinnedObjective", "GridSolution", "grid_fixed_point", "wasserstein1_to_reference"]
+__all__ = ["BinnedObjective", "GridSolution", "grid_fixed_point", "sample_reference", "wasserstein1_to_reference"]
 
 
 @dataclass(frozen=True)
@@ -180,3 +180,14 @@ def wasserstein1_to_reference(samples: torch.Tensor, solution: GridSolution) -> 
     emp = torch.searchsorted(s.contiguous(), xs.expand(*s.shape[:-1], -1).contiguous(), right=True).to(DTYPE)
     emp = emp / s.shape[-1]
     return torch.trapezoid((emp - ref).abs(), xs, dim=-1)
+
+
+def sample_reference(solution: GridSolution, shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
+    """Draws from the grid solution of a box problem: a cell by its mass, then uniform inside the cell (so every
+    draw lies in the open interior: the start of the stationary comparisons). Shape (*shape, d)."""
+    grid = solution.grid
+    n = int(math.prod(shape))
+    idx = torch.multinomial(solution.masses, n, replacement=True, generator=generator)
+    widths = torch.stack([a[1] - a[0] for a in grid.axes])
+    jitter = (torch.rand(n, len(grid.axes), generator=generator, dtype=DTYPE) - 0.5) * widths
+    return (grid.points[idx] + jitter).reshape(*shape, len(grid.axes))
