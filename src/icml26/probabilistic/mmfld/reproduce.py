@@ -193,7 +193,7 @@ def plot_convergence(card: dict[str, Any], records: list[dict[str, Any]], ax: An
         used = int(r["metrics"]["mmfld"]["fit_records"])
         slope = r["metrics"]["mmfld"]["log_gap_slope"]
         ax.semilogy(t, np.where(g > 0, g, np.nan), ".", ms=3, color=f"C{i}", label=f"MMFLD seed {r['spec']['seed']}")
-        intercept = np.log(max(g[0], 1e-12))
+        intercept = float(np.polyfit(t[:used], np.log(np.maximum(g[:used], 1e-300)), 1)[1])  # the judged fit's line
         ax.semilogy(
             t[:used], np.exp(intercept + slope * t[:used]), "-", lw=0.8, color=f"C{i}", label=f"fit {slope:.3f}/t"
         )
