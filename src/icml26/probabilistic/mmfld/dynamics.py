@@ -258,28 +258,32 @@ class MirrorMFLD(_Solver):
 
 
 class _EuclideanSolver(_Solver):
-    def _euler(self, x: torch.Tensor, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """An Euler-Maruyama step in x, then ``_fold`` back onto the domain (the baselines differ only there)."""
+
+    closed_init = True  # initial points may lie on the boundary
+
+    def _fold(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def _advance(self, state: Any, x: torch.Tensor, gen: torch.Generator) -> tuple[Any, torch.Tensor, torch.Tensor]:
         dx = -self.step * self._drift(x) + self.noise_scale * self._normal(x, self.domain.dim, gen)
-        return x + dx, (dx * dx).sum(dim=-1) / self.domain.diameter**2
+        x_new = self._fold(x + dx)
+        return x_new, x_new, (dx * dx).sum(dim=-1) / self.domain.diameter**2
 
 
 class ProjectedMFLD(_EuclideanSolver):
     """Euler-Maruyama step, then the Euclidean projection onto the closed domain (boxes and simplices)."""
 
     method = "projected"
-    closed_init = True
 
-    def _advance(self, state: Any, x: torch.Tensor, gen: torch.Generator) -> tuple[Any, torch.Tensor, torch.Tensor]:
-        x_new, ratio = self._euler(x, gen)
-        x_new = self.domain.project(x_new)
-        return x_new, x_new, ratio
+    def _fold(self, x: torch.Tensor) -> torch.Tensor:
+        return self.domain.project(x)
 
 
 class ReflectedMFLD(_EuclideanSolver):
     """Euler-Maruyama step folded back into a box by reflection at the faces (boxes only)."""
 
     method = "reflected"
-    closed_init = True
 
     def __init__(self, objective: Any, domain: Domain | MirrorMap, *args: Any, **kwargs: Any):
         dom = domain.domain if isinstance(domain, MirrorMap) else domain
@@ -287,21 +291,14 @@ class ReflectedMFLD(_EuclideanSolver):
             raise DomainError(f"ReflectedMFLD supports boxes only, not {dom!r}; use ProjectedMFLD or MirrorMFLD")
         super().__init__(objective, domain, *args, **kwargs)
 
-    def _advance(self, state: Any, x: torch.Tensor, gen: torch.Generator) -> tuple[Any, torch.Tensor, torch.Tensor]:
-        x_new, ratio = self._euler(x, gen)
-        x_new = self.domain.reflect(x_new)
-        return x_new, x_new, ratio
+    def _fold(self, x: torch.Tensor) -> torch.Tensor:
+        return self.domain.reflect(x)
 
 
 class MFLD(_EuclideanSolver):
     """Plain MFLD that ignores the constraint (the objective must be defined outside the domain)."""
 
     method = "mfld"
-    closed_init = True
-
-    def _advance(self, state: Any, x: torch.Tensor, gen: torch.Generator) -> tuple[Any, torch.Tensor, torch.Tensor]:
-        x_new, ratio = self._euler(x, gen)
-        return x_new, x_new, ratio
 
 
 class ReparameterizedMFLD(_Solver):
