@@ -364,7 +364,8 @@ CARD = PaperCard(
             "scheme",
             notes="margin 0.25 (half the iid rate 1/2) fixed before any run; W1 of the empirical measure contains the "
             "sampling error (N^(-1/2)) and the chaos error, so a floor from the interaction or the step would flatten "
-            "the slope.",
+            "the slope. The quick profile spans N = 25-100 (a factor 4, shorter runs), so its interval is wide and it "
+            "may be inconclusive where the full profile (N = 25-400, a factor 16) decides.",
             plot=with_judged_metric(plot_chaos, title="W1 to mu* against N"),
             run=run_chaos,
             profiles=CHAOS,
