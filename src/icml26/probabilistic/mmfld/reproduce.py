@@ -260,22 +260,22 @@ CONVERGENCE = profiles(
     smoke={"n": 30, "replicas": 1, "step": 0.04, "n_steps": 150, "record_every": 15},
     quick={"n": 100, "replicas": 2, "step": 0.04, "n_steps": 1500, "record_every": 50},
     full={"n": 200, "replicas": 4, "step": 0.02, "n_steps": 4000, "record_every": 50},
-    seeds=(1, 3, 3),
-    cell_seconds=(2, 6, 60),
+    seeds=(1, 3, 5),
+    cell_seconds=(1.5, 1, 5),
 )
 STATIONARY = profiles(
     smoke={"n": 30, "replicas": 1, "step": 0.01, "horizon": 1.0},
     quick={"n": 100, "replicas": 2, "step": 0.02, "horizon": 10.0},
     full=[{"n": 200, "replicas": 2, "step": s, "horizon": 30.0} for s in (0.01, 0.02)],
-    seeds=(1, 3, 3),
-    cell_seconds=(3, 8, 90),
+    seeds=(1, 3, 5),
+    cell_seconds=(1, 1, 6),
 )
 CHAOS = profiles(
     smoke={"ns": [10, 20], "replicas": 1, "step": 0.02, "horizon": 1.0},
     quick={"ns": [25, 50, 100], "replicas": 2, "step": 0.02, "horizon": 10.0},
     full={"ns": [25, 50, 100, 200, 400], "replicas": 2, "step": 0.02, "horizon": 30.0},
-    seeds=(1, 3, 3),
-    cell_seconds=(2, 6, 60),
+    seeds=(1, 3, 5),
+    cell_seconds=(1, 1, 5),
 )
 _STAT = dict(run=run_stationary, profiles=STATIONARY, method="mmfld")
 _NO_NUMBERS = "no numbers in the abstract (theorems); notes: "
