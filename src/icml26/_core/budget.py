@@ -6,8 +6,8 @@ cells: claims that read the same cells (same cell function, setting and seed) sh
 once, at the largest cost any of its claims declares. The quick profile of every paper must fit
 :data:`QUICK_BUDGET_SECONDS` of cell time, so that the 28 papers' main job stays within 30 minutes on 2 cores.
 
-A claim that declares nothing is *missing*: while :data:`STRICT` is False such papers are reported, not failed
-(the rooms add their declarations); the lead sets it to True once every implemented paper declares.
+A claim that declares nothing is *missing*: with :data:`STRICT` (now True: every implemented paper declares) the
+budget test fails such a paper; set it to False only to report, not fail, while rooms add their declarations.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = [
 QUICK_BUDGET_SECONDS = 60.0
 """The quick profile's budget per paper: seconds of cell time (the sum over its distinct cells, one core)."""
 
-STRICT = False
+STRICT = True
 """When True, an implemented paper whose quick profile declares no ``cell_seconds`` fails the budget test."""
 
 LOOSE_FACTOR = 5.0
