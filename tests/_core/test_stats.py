@@ -30,6 +30,14 @@ def test_sign_test_matches_scipy_binomtest(d):
         assert p == 1.0
 
 
+@pytest.mark.parametrize(("wins", "losses"), [(600, 500), (2100, 1900), (5000, 5000)])
+def test_sign_test_on_thousands_of_pairs_matches_scipy(wins, losses):
+    """More than 1023 pairs: the tail's denominator 2**n is beyond a float's range (it once overflowed)."""
+    d = [1.0] * wins + [-1.0] * losses + [0.0] * 3
+    assert sign_test(d)[:3] == (wins, losses, 3)
+    assert sign_test(d)[3] == pytest.approx(scipy_stats.binomtest(wins, wins + losses, 0.5).pvalue, rel=1e-9)
+
+
 def test_bootstrap_ci_degenerate_and_deterministic():
     assert bootstrap_mean_ci([0.3]) == (0.3, 0.3)
     assert bootstrap_mean_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)

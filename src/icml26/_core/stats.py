@@ -96,7 +96,8 @@ def sign_test(d: ArrayLike) -> tuple[int, int, int, float]:
     if n == 0:
         return wins, losses, ties, 1.0
     k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
+    # integer true division: exact and correctly rounded for any n (2.0**n overflows a float beyond n = 1023 pairs)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / (1 << n)
     return wins, losses, ties, float(min(1.0, 2.0 * tail))
 
 
