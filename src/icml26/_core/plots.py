@@ -164,7 +164,7 @@ def _below_tick_labels(ax: Any) -> float:
         box = ax.get_window_extent(renderer)
     except (AttributeError, TypeError, ValueError):
         return -0.16
-    return min(-0.16, (under - box.y0) / max(box.height, 1.0) - 0.03)
+    return float(min(-0.16, (under - box.y0) / max(box.height, 1.0) - 0.03))
 
 
 def _columns_that_fit(ax: Any, labels: Sequence[str], fontsize: float) -> int:
