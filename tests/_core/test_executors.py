@@ -52,13 +52,18 @@ def test_bad_executor_and_workers():
 
 
 def test_sigint_is_held_and_recorded_then_restored():
-    with _sigint_held() as came:
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.05)  # the handler runs between bytecodes: let it
-    assert came == [signal.SIGINT]
-    with pytest.raises(KeyboardInterrupt):  # noqa: PT012 - the signal arrives during the sleep
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(1)
+    # a test session started in the background inherits SIGINT ignored; start from Python's own handler
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with _sigint_held() as came:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs between bytecodes: let it
+        assert came == [signal.SIGINT]
+        with pytest.raises(KeyboardInterrupt):  # noqa: PT012 - the signal arrives during the sleep
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 def test_a_present_token_is_sent_unless_a_mode_is_set(tmp_path):
