@@ -51,8 +51,9 @@ References
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from icml26._core.lazy import lazy_exports
 
 # Lazy exports (PEP 562): importing this package, or its torch-free ``reproduce.CARD``, does not import torch.
 _EXPORTS = {
@@ -157,19 +158,6 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ImportError as exc:
-        raise ImportError(
-            f"icml26.llm.lora_etf needs torch (and peft for the PEFT plug-in): pip install 'icml26[llm]' ({exc})"
-        ) from exc
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    globals(), _MODULE_OF, dict.fromkeys(set(_MODULE_OF.values()), "torch (and peft for the PEFT plug-in)"), "llm"
+)

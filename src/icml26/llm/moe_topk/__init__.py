@@ -50,8 +50,9 @@ References
   Optim. 2013 (the O(1/sqrt(T)) average-gradient-norm rate).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from icml26._core.lazy import lazy_exports
 
 # Public name -> submodule; lazy so that the CARD (reproduce.py) and the theory load without torch.
 _MODULE_OF = {
@@ -127,19 +128,4 @@ if TYPE_CHECKING:
     from icml26.llm.moe_topk.training import CharLMTask, RegressionTask, lr_at, sweep, train_run
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ImportError as exc:
-        if module in _NEEDS_TORCH:
-            raise ImportError(f"icml26.llm.moe_topk.{name} needs torch: pip install 'icml26[llm]' ({exc})") from exc
-        raise
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _MODULE_OF, dict.fromkeys(_NEEDS_TORCH, "torch"), "llm")

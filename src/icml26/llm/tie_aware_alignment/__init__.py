@@ -50,8 +50,9 @@ References
   (IPO), 2023; S. Jung et al., "Binary Classifier Optimization" (BCO), 2024.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from icml26._core.lazy import lazy_exports
 
 # Public name -> submodule. Lazy, so that ``reproduce`` (the CARD) and ``icml26 list`` load neither torch nor TRL;
 # the trainer needs TRL, the rest torch (and numpy) only.
@@ -110,20 +111,6 @@ if TYPE_CHECKING:
     from icml26.llm.tie_aware_alignment.world import TIEBREAKS, PairSet, PreferenceWorld, ResolutionLimitedLabeler
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ImportError as exc:
-        extra = "torch and trl" if module == "trainer" else "torch"
-        raise ImportError(
-            f"icml26.llm.tie_aware_alignment.{name} needs {extra}: pip install 'icml26[llm]' ({exc})"
-        ) from exc
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    globals(), _MODULE_OF, {**dict.fromkeys(set(_MODULE_OF.values()), "torch"), "trainer": "torch and trl"}, "llm"
+)

@@ -46,8 +46,9 @@ References
 - Z. Shao et al., "DeepSeekMath: Pushing the Limits of Mathematical Reasoning in Open Language Models" (GRPO), 2024.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from icml26._core.lazy import lazy_exports
 
 # Public name -> submodule. Imports are lazy so that ``icml26.llm.trm.reproduce`` (the CARD) and ``icml26 list``
 # load neither torch nor TRL; ``TRMGRPOTrainer`` and ``make_rollout_func`` need TRL, everything else torch only.
@@ -132,18 +133,6 @@ if TYPE_CHECKING:
     from icml26.llm.trm.trainer import TRMGRPOConfig, TRMGRPOTrainer, make_rollout_func
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ImportError as exc:
-        extra = "torch and trl" if module == "trainer" else "torch"
-        raise ImportError(f"icml26.llm.trm.{name} needs {extra}: pip install 'icml26[llm]' ({exc})") from exc
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    globals(), _MODULE_OF, {**dict.fromkeys(set(_MODULE_OF.values()), "torch"), "trainer": "torch and trl"}, "llm"
+)

@@ -64,8 +64,9 @@ References
 - C. R. Qi, H. Su, K. Mo, L. J. Guibas, "PointNet", CVPR 2017.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from icml26._core.lazy import lazy_exports
 
 # Public name -> submodule. Lazy, so that ``reproduce`` (the CARD) and ``icml26 list`` never import torch.
 _MODULE_OF = {
@@ -146,21 +147,4 @@ if TYPE_CHECKING:
     from icml26.vision.grounding_3d.vocab import Vocabulary, parse
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    except ImportError as exc:
-        if module in _NEEDS_TORCH:
-            raise ImportError(
-                f"icml26.vision.grounding_3d.{name} needs torch: pip install 'icml26[vision]' ({exc})"
-            ) from exc
-        raise
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(globals(), _MODULE_OF, dict.fromkeys(_NEEDS_TORCH, "torch"), "vision")
