@@ -137,7 +137,7 @@ def test_td_quantile_is_numpys_linear_quantile_of_abs(batch, q, seed):
         ({"alpha_min": 0.5}, "alpha_min <= alpha_base <= alpha_max"),
         ({"alpha_max": 0.05}, "alpha_min <= alpha_base <= alpha_max"),
         ({"window": 0}, "window must be an integer >= 1"),
-        ({"warmup": 5, "window": 10}, "warmup"),
+        ({"proxy": "variation", "warmup": 5, "window": 10}, "warmup"),
         ({"quantile": 1.5}, "quantile"),
         ({"fast": 0.0}, "fast must be"),
         ({"proxy": "ema_ratio", "fast": 0.01, "slow": 0.2}, "slow EMA"),

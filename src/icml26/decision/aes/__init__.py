@@ -17,11 +17,13 @@ The algorithm, step by step (max-entropy RL with a time-varying weight, J_t = E[
 2. **Per-update statistic (ours: the notes' reading of "observable drift proxies").** From each batch of TD errors
    (SAC: a replay batch with SB3's own soft target; PPO: the rollout's ``returns - values``; tabular soft-Q: the
    batch of parallel envs): ``q_t = Quantile_0.9(|delta|)``.
-3. **Proxy (ours; two readings).** ``proxy="ema_ratio"``: ``V_t = EMA_0.2(q) / EMA_0.01(q)``, 1 when the TD level
-   is stationary, > 1 after drift raises it, already scale-free. ``proxy="variation"``: the sliding-window path
-   length ``V_t = mean_{last W} |q_j - q_{j-1}|``, normalised by its value at the end of warm-up, V_ref.
-   The default is the constructor's documented default (``"variation"``); the reproduction uses ``"ema_ratio"``
-   (the variation proxy with a warm-up reference pinned alpha at its maximum on our task: see the card).
+3. **Proxy (ours; two readings of the notes).** ``proxy="ema_ratio"`` (the default): ``V_t = EMA_0.2(q) /
+   EMA_0.01(q)``, 1 when the TD level is stationary, > 1 after drift raises it, already scale-free (V_ref = 1); a
+   conservative proxy: after a lasting jump it decays as the slow EMA catches up. ``proxy="variation"``: the
+   sliding-window path length ``V_t = mean_{last W} |q_j - q_{j-1}|`` (the literal path length of the theory),
+   normalised by its value at the end of warm-up, V_ref. The default is the one that works in our measurement: on
+   the reproduction's task the variation proxy's warm-up reference comes from a quiet stretch of early learning
+   and pins alpha near its maximum (reported on the card as the ``aes_variation`` arm).
 4. **Warm-up.** For the first ``warmup`` updates alpha stays at ``alpha_base`` (the critic is still settling; early
    TD spikes are not drift), and V_ref is fixed at the end of it.
 5. **Rule.** ``alpha_t = EMA_rho( clip(alpha_base sqrt(V_t / V_ref), alpha_min, alpha_max) )`` with rho = 0.2:

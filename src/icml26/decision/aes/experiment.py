@@ -7,7 +7,10 @@ Arms (soft Q-learning, :mod:`icml26.decision.aes.softq`):
 - ``fixed_small``: alpha* fixed, the best fixed alpha of a grid on stationary calibration runs;
 - ``fixed_large``: 4 alpha* fixed;
 - ``auto``: SAC's automatic temperature, alpha_0 = alpha*, target entropy the best of a grid on the same runs;
-- ``aes``: :class:`AdaptiveEntropySchedule` with alpha_base = alpha*, clip [alpha*/4, 4 alpha*].
+- ``aes``: :class:`AdaptiveEntropySchedule` with alpha_base = alpha*, clip [alpha*/4, 4 alpha*], the setting's
+  proxy (the EMA ratio in the reproduction);
+- ``aes_variation`` (no claim): the same with the other reading of the proxy, the sliding-window variation
+  normalised by its value at the end of warm-up.
 
 Metrics per arm (means over the change points; the counterfactual is the same arm and seed without drift):
 
@@ -42,7 +45,7 @@ from icml26.decision.aes.softq import (
 
 __all__ = ["ARMS", "calibrate", "drift_experiment"]
 
-ARMS = ("aes", "fixed_small", "fixed_large", "auto")
+ARMS = ("aes", "fixed_small", "fixed_large", "auto", "aes_variation")
 CALIBRATION_SEED = 10_000  # calibration seeds are 10_000, 10_001, ...: never an evaluation seed
 LARGE = 4.0  # fixed_large = LARGE * alpha*, and AES's clip is [alpha* / LARGE, LARGE * alpha*]
 
@@ -100,24 +103,28 @@ def calibrate(setting: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _arms(setting: Mapping[str, Any], cal: Mapping[str, float], n: int = 2) -> list[tuple[str, Any, int]]:
-    """The four arms, ``n`` runs each (run 0: drifting, run 1: its no-drift counterfactual)."""
+    """The arms, ``n`` runs each (run 0: drifting, run 1: its no-drift counterfactual)."""
     a = float(cal["alpha_star"])
-    schedule = AdaptiveEntropySchedule(
-        a,
-        a / LARGE,
-        a * LARGE,
-        proxy=str(setting["proxy"]),
-        window=int(setting["window"]),
-        warmup=int(setting["warmup"]),
-        fast=float(setting["fast"]),
-        slow=float(setting["slow"]),
-    )
+
+    def schedule(proxy: str) -> AdaptiveEntropySchedule:
+        return AdaptiveEntropySchedule(
+            a,
+            a / LARGE,
+            a * LARGE,
+            proxy=proxy,  # type: ignore[arg-type]
+            window=int(setting["window"]),
+            warmup=int(setting["warmup"]),
+            fast=float(setting["fast"]),
+            slow=float(setting["slow"]),
+        )
+
     auto = AutoTemperature(np.full(n, a), np.full(n, float(cal["target_entropy"])), lr=float(setting["auto_lr"]))
     return [
-        ("aes", ScheduledTemperature(schedule, n), n),
+        ("aes", ScheduledTemperature(schedule(str(setting["proxy"])), n), n),
         ("fixed_small", FixedTemperature(np.full(n, a)), n),
         ("fixed_large", FixedTemperature(np.full(n, a * LARGE)), n),
         ("auto", auto, n),
+        ("aes_variation", ScheduledTemperature(schedule("variation"), n), n),
     ]
 
 

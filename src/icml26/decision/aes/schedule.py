@@ -47,11 +47,13 @@ class AdaptiveEntropySchedule:
     independent runs) and
 
     1. reduces it to ``q_t``, the ``quantile`` (0.9) of |delta| over the batch;
-    2. forms the proxy: ``"variation"`` (default), the sliding-window path length ``V_t = mean_{j in last window}
-       |q_j - q_{j-1}|``; or ``"ema_ratio"``, ``V_t = EMA_fast(q) / EMA_slow(q)``;
+    2. forms the proxy: ``"ema_ratio"`` (default), ``V_t = EMA_fast(q) / EMA_slow(q)`` (1 while the TD level is
+       stationary; scale-free, so ``V_ref = 1``); or ``"variation"``, the sliding-window path length
+       ``V_t = mean_{j in last window} |q_j - q_{j-1}|`` with the reference ``V_ref`` = its value at the end of
+       warm-up (the proxy over the last ``window`` updates of warm-up). Either way the rule is invariant to the
+       TD-error (reward) scale;
     3. during the first ``warmup`` updates keeps ``alpha = alpha_base`` (the critic is still settling; no
-       adaptation) and, at the end of warm-up, fixes the reference ``V_ref = V_warmup`` (the proxy over the last
-       ``window`` updates of warm-up), which makes the rule invariant to the TD-error (reward) scale;
+       adaptation);
     4. afterwards sets ``alpha_t`` by the square-root rule above, clipped to [alpha_min, alpha_max] and smoothed by
        an EMA with weight ``smoothing`` on the new value (1.0: no smoothing).
 
@@ -64,7 +66,7 @@ class AdaptiveEntropySchedule:
         alpha_min: float | None = None,
         alpha_max: float | None = None,
         *,
-        proxy: Proxy = "variation",
+        proxy: Proxy = "ema_ratio",
         quantile: float = 0.9,
         window: int = 50,
         warmup: int = 100,
