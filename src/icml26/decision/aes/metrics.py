@@ -45,7 +45,8 @@ def _pre(y: np.ndarray, cps: np.ndarray, phase: int, frac: float) -> np.ndarray:
 def degradation_fraction(
     curve: np.ndarray, change_points: Sequence[int], phase: int, frac: float = 0.2, floor: float = 1e-12
 ) -> np.ndarray:
-    """DF per change point (last axis); ``floor`` guards |R_pre| = 0 (then DF is reported as 0 or +-inf-free)."""
+    """DF per change point (last axis); |R_pre| is floored at ``floor`` so that R_pre = 0 gives a finite DF (the
+    form is unstable near R_pre = 0: prefer a common reference there)."""
     y, cps = _check(curve, change_points, phase)
     n = max(1, round(frac * phase))
     pre = _pre(y, cps, phase, frac)

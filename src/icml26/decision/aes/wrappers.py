@@ -45,9 +45,9 @@ class DriftWrapper(gym.Wrapper):
     ``params`` maps an attribute of the unwrapped env to its range ``(low, high)``, e.g. ``{"g": (5.0, 15.0)}`` on
     Pendulum or ``{"length": (0.5, 1.0)}`` on CartPole. The value at global step t (counted over episodes, set
     *before* the step is taken) follows ``mode`` with ``period`` steps; ``random_walk`` moves by a Gaussian step of
-    ``step_size (high - low)`` every ``period`` steps, reflected into [low, high] (seeded by ``seed``). ``start``
-    delays any change (the parameter holds its ``low`` value, or its current value when ``start_from_current``).
-    ``info["drift"]`` reports the current values. CartPole's cached products are kept consistent.
+    ``step_size (high - low)`` every ``period`` steps from ``low``, reflected into [low, high] (seeded by ``seed``).
+    ``start`` delays the schedule: the parameter holds ``low`` for the first ``start`` steps. ``info["drift"]``
+    reports the values the step was taken with. CartPole's cached products are kept consistent.
     """
 
     def __init__(
