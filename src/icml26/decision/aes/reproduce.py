@@ -14,8 +14,9 @@ own no-drift counterfactual run (:func:`icml26.decision.aes.drift_experiment`):
 
 Task: start in the centre of a 5 x 5 grid, reward 1 on entering the goal (episode restarts), episodes cut at 20
 steps, gamma = 0.9, learning rate 0.5, 32 parallel envs per run; the goal sits in a corner and jumps to the next
-corner every phase (abrupt drift; 2,000 steps x 5 phases in full, 1,500 x 4 in quick). Every corner is 4 moves from
-the start, so the optimal reward rate (1/4 per step) is the same in every phase. The full profile adds a 7 x 7 grid
+corner every phase (abrupt drift; 2,000 steps x 5 phases in full, 1,500 x 4 in quick; the fifth phase revisits
+the first corner). Every corner is 4 moves from the start, so the optimal reward rate (1/4 per step) is the same in
+every phase. The full profile adds a 7 x 7 grid
 (6 moves, episodes cut at 28 steps, 3,000-step phases): a harder exploration problem.
 
 Margins were fixed before any claim run, from the notes' assertions and the metrics' units, not from results:
@@ -73,10 +74,44 @@ def _curves(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> Non
     ax.set_ylabel("reward rate / optimal rate (higher is better)", fontsize=8)
 
 
-def _plot():  # type: ignore[no-untyped-def]
-    from icml26._core.plots import with_judged_metric
+def _judged(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
+    """The judged metric per grid: one bar per arm (mean over seeds), every seed as a dot; pairs pool both grids."""
+    import numpy as np
 
-    return with_judged_metric(_curves, title="reward rate under abrupt goal jumps")
+    from icml26._core.plots import arm_style
+
+    claim = card["claim"]
+    metric, arms = claim["metric"], [claim["method"], *claim["baselines"]]
+    ok = [r for r in records if r["status"] == "ok"]
+    sizes = sorted({r["spec"]["setting"]["size"] for r in ok})
+    width = 0.8 / len(arms)
+    for j, arm in enumerate(arms):
+        style = arm_style(card, arm)
+        for g, size in enumerate(sizes):
+            ys = np.asarray([r["metrics"][arm][metric] for r in ok if r["spec"]["setting"]["size"] == size], float)
+            x = g + (j - (len(arms) - 1) / 2) * width
+            label = f"{arm} ({'method' if j == 0 else 'baseline'}): bar = mean over seeds" if g == 0 else None
+            ax.bar(x, ys.mean(), width * 0.9, color=style["color"], alpha=0.5, label=label)
+            jitter = np.linspace(-0.3, 0.3, ys.size) * width
+            ax.plot(
+                x + jitter, ys, ".", color=style["color"], ms=3, label="dot: one seed" if g == 0 and j == 0 else None
+            )
+    ax.set_xticks(range(len(sizes)), [f"{s} x {s} grid" for s in sizes])
+    ax.set_ylabel(f"{metric} ({claim['unit']}), {claim['direction']} is better", fontsize=8)
+    ax.legend()
+
+
+def _plot():  # type: ignore[no-untyped-def]
+    def two_panels(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
+        from icml26._core.plots import panels
+
+        own, judged = panels(ax, 2, width_ratios=(1.25, 1.0))
+        _curves(card, records, own)
+        own.set_title("reward rate under abrupt goal jumps", fontsize=8)
+        _judged(card, records, judged)
+        judged.set_title("what the verdict is judged on (pairs pooled over the grids)", fontsize=8)
+
+    return two_panels
 
 
 # ------------------------------------------------------------------------------------------------- settings
@@ -114,7 +149,8 @@ GRID = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 20), cell_seconds=(1.5, 8.0, 10
 
 _COMMON = (
     "Toy scale (ours): tabular soft Q-learning on a 5 x 5 gridworld whose goal jumps corner to corner (abrupt "
-    "drift), the notes' quick-profile task; the paper's SAC/PPO/MEow on MuJoCo and Isaac Gym (12 tasks, 4 drift "
+    "drift; the goal cycles through the four corners, so the fifth phase revisits the first corner), the notes' "
+    "quick-profile task; the paper's SAC/PPO/MEow on MuJoCo and Isaac Gym (12 tasks, 4 drift "
     "modes) do not fit 2 CPU cores, so this card says nothing about them. Paired cells: every arm runs the same "
     "drift schedule, seed and budget, beside its own no-drift run. Calibration on separate seeds (10,000+) of the "
     "stationary task: alpha* = the best fixed alpha of {0.0025, ..., 0.04}; fixed_large = 4 alpha*; auto = SAC's "
