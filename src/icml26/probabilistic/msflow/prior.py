@@ -8,6 +8,7 @@ config, so a second call with the same images, steps and seed loads in milliseco
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import math
 import os
@@ -94,15 +95,29 @@ def train_flow_prior(
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     config = dict(steps=steps, seed=seed, hidden=hidden, depth=depth, batch_size=batch_size, lr=lr, v=1)
-    prior = FlowPrior(x.shape[1:], hidden=hidden, depth=depth)
+    if not cache:
+        return _fit(x, config)
     path = _cache_path(x.numpy(), config)
-    if cache and path.exists():
-        prior.load_state_dict(torch.load(path, weights_only=True))
-        return prior.eval().requires_grad_(False)
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # the initial weights (nn.Linear draws from the global generator)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel workers wait for one training run instead of repeating it
+        if not path.exists():
+            prior = _fit(x, config)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            torch.save(prior.state_dict(), tmp)
+            os.replace(tmp, path)
     prior = FlowPrior(x.shape[1:], hidden=hidden, depth=depth)
-    opt = torch.optim.Adam(prior.parameters(), lr=lr)
+    prior.load_state_dict(torch.load(path, weights_only=True))
+    return prior.eval().requires_grad_(False)
+
+
+def _fit(x: torch.Tensor, config: dict) -> FlowPrior:
+    seed, steps, batch_size = config["seed"], config["steps"], config["batch_size"]
+    gen = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):  # the initial weights, without touching the caller's global RNG
+        torch.manual_seed(seed)
+        prior = FlowPrior(x.shape[1:], hidden=config["hidden"], depth=config["depth"])
+    opt = torch.optim.Adam(prior.parameters(), lr=config["lr"])
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     for _ in range(steps):
         x1 = x[torch.randint(len(x), (batch_size,), generator=gen)]
@@ -115,9 +130,4 @@ def train_flow_prior(
         opt.step()
         sched.step()
     prior.nfe = 0
-    if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save(prior.state_dict(), tmp)
-        os.replace(tmp, path)  # atomic: parallel cells may train the same prior; either copy is identical
     return prior.eval().requires_grad_(False)

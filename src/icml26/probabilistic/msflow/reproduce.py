@@ -8,7 +8,7 @@ Design (every arm of a cell sees the same images, operator, noise and initial no
   on disk). The test images are drawn (per seed) from the 297 held-out digits the prior never sees. Pixels in
   [-1, 1]; PSNR with data range 2; SSIM with a 7x7 window.
 - Tasks: 60% random-pixel inpainting (a fresh mask per seed), 2x average-pooling super-resolution, CT with 6
-  (and 10) angles through the dense normalised Radon matrix; Gaussian noise sigma = 0.01 on y.
+  angles through the dense normalised Radon matrix; Gaussian noise sigma = 0.01 on y.
 - Arms: D-Flow (N Euler steps, L-BFGS strong Wolfe, ``outer`` x ``inner`` iterations, lam = 0.01, alpha = 0.1,
   PnP-Flow's configuration); MS-Flow with K = N / 2 segments of m = 2 steps, rho = 0.1, the exact one-segment VJP,
   the same L-BFGS, initial noise and regulariser, stopped when it has spent D-Flow's measured NFE (equal compute);
@@ -16,15 +16,18 @@ Design (every arm of a cell sees the same images, operator, noise and initial no
   (biharmonic inpainting, bicubic upsampling, FBP). Judged output: the re-stitched Phi_{0->1}(z_0) (never z_K,
   which copies the observed pixels; its PSNR is recorded as ``msflow_zK``).
 - Memory (C1): peak bytes of activations saved for backward (``SavedTensorMeter``, the network's weights excluded)
-  of one gradient of each method's objective, B = 10 images, N = 8 ... 64 (MS-Flow: m = 2, K = N / 2). Exact
-  and deterministic: one run decides.
+  of one gradient of each method's objective (2x super-resolution), B = 10 images and N = 8 ... 64 (quick) or
+  B = 20 and N = 8 ... 128 (full); MS-Flow: m = 2, K = N / 2. Exact and deterministic: one run decides.
 
 Hyper-parameters of MS-Flow chosen by us on TRAINING images before any test run: rho in {0.1, 0.3, 1, 10, 100},
 with or without geometric growth; smaller rho was better on every task (equal on inpainting and super-resolution,
 up to 1 dB on CT), so rho = 0.1, constant. At small rho the data step makes z_K almost data-consistent and the last
 penalty acts as D-Flow's data term scaled by rho, so the regulariser's relative weight is lam / rho: part of what
-rho tunes is the regularisation. Jacobi Adam steps (our other optimiser) lost to L-BFGS at equal NFE. The abstract gives
-no numbers; the paper's Fig. 1 (CelebA, GPU) shows D-Flow's memory linear in the steps and MS-Flow's constant.
+rho tunes is the regularisation. Jacobi Adam steps (our other optimiser) lost to L-BFGS at equal NFE.
+
+Scaled down from the paper (CelebA/AFHQ with U-Net priors, FlowDPS, latent Stable Diffusion, GPU): 8x8 digits, an
+MLP prior trained here, CPU, N = 8 for the quality claims, 20 test images x 5 seeds (full). The abstract gives no
+numbers; the paper's Fig. 1 (CelebA, GPU) shows D-Flow's memory linear in the steps and MS-Flow's constant.
 """
 
 from __future__ import annotations
@@ -212,7 +215,7 @@ def _strip(ax: Any, records: list[dict[str, Any]], metric: str, names: tuple[str
 
 def plot_psnr(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
     _strip(ax, records, "psnr", ("msflow", "dflow", "pnp_flow", "classical", "msflow_zK"))
-    _finish(ax, "PSNR (dB) of the re-stitched Phi(z_0); per seed (20 images each)")
+    _finish(ax, "PSNR (dB): mean over one seed's images (MS-Flow: re-stitched Phi(z_0))")
 
 
 def plot_psnr_difference(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
@@ -269,6 +272,7 @@ MEMORY = profiles(
 )
 _MEM = dict(
     run=run_memory,
+    data=("scikit-learn load_digits (held-out 8x8 digits as the measured images)",),
     profiles=MEMORY,
     deterministic=True,
     plot=plot_memory,
