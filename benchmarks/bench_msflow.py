@@ -9,7 +9,8 @@ our Euler loop) is a secondary row. Workload: an MLP flow prior (hidden 128, tra
 Rows (ratio = anchor / ours; > 1 when ours is better):
 1. time of one gradient of the objective, N steps: MS-Flow (K = N / 2 segment VJPs) vs torchdiffeq D-Flow;
 2. peak activation bytes of that gradient (saved-tensor hooks, weights excluded) vs torchdiffeq D-Flow;
-3. the same bytes vs torchdiffeq's adjoint (its memory does not grow with N either);
+3. the same bytes and time vs torchdiffeq's adjoint (its memory does not grow with N either; it pays with a
+   backward ODE solve, and its gradient of the discrete trajectory is approximate);
 4. time of a whole reconstruction at equal NFE (L-BFGS, PnP-Flow's D-Flow settings) vs D-Flow on torchdiffeq;
 5. (secondary) time of one gradient vs our own D-Flow in plain autograd.
 
@@ -105,6 +106,7 @@ def rows(size: str) -> list[BenchRow]:
         {
             "msflow": lambda: ms.gradient(states, y),
             "torchdiffeq": lambda: anchor.gradient(z, y),
+            "adjoint": lambda: adjoint.gradient(z, y),
             "ours_dflow": lambda: ours_dflow.gradient(z, y),
         },
         repeat=repeat,
@@ -134,6 +136,15 @@ def rows(size: str) -> list[BenchRow]:
             mem["adjoint"],
             "B",
             notes="the adjoint re-integrates backwards (memory flat in N too, ~2x the NFE per gradient)",
+        ),
+        BenchRow(
+            "msflow",
+            work,
+            "torchdiffeq odeint_adjoint (euler)",
+            t["msflow"],
+            t["adjoint"],
+            "s",
+            notes="the adjoint's gradient is not exact for a discrete Euler trajectory (a reverse Euler solve)",
         ),
         BenchRow(
             "msflow",
