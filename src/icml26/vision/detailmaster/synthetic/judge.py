@@ -49,7 +49,7 @@ __all__ = ["ClassicalDetector", "ClassicalJudge", "Component", "Parse", "ShapeMa
 FG_DISTANCE = 45.0  # foreground: this far (RGB) from the backdrop after undoing the light
 DARK_MAX = 70.0  # near-black: every channel below this (outlines, tethers)
 MIN_AREA = 150
-GRID = 4
+GRID = 6
 _OPEN = np.ones((3, 3), dtype=bool)
 
 
@@ -136,7 +136,7 @@ def segment(image: Image.Image | np.ndarray) -> Parse:
             d = np.sqrt(((codes - _shape_code(mask)) ** 2).sum(1))
             j = int(np.argmin(d))
             box = (sl[1].start, sl[0].start, sl[1].stop, sl[0].stop)
-            comps.append(Component(names[j] if d[j] < 1.0 else None, float(d[j]), box, mask, int(areas[i])))
+            comps.append(Component(names[j] if d[j] < 1.5 else None, float(d[j]), box, mask, int(areas[i])))
     return Parse(background, light, gain, backdrop, corrected, (r + g + b) / 3.0, red, dark, fg, comps)
 
 
@@ -245,7 +245,8 @@ class ClassicalJudge:
         rb = self._red_box(image)
         if rb is None or key != "size":
             return False
-        p = self.parse(image.crop(rb))  # the boxed character is the crop's main component
+        w, h = image.size  # the boxed character is the main component of a crop a little wider than the box
+        p = self.parse(image.crop((max(0, rb[0] - 8), max(0, rb[1] - 8), min(w, rb[2] + 8), min(h, rb[3] + 8))))
         if not p.components:
             return False
         c = max(p.components, key=lambda x: x.area)
@@ -281,19 +282,30 @@ class ClassicalJudge:
             return False
         predicate = {v: k for k, v in RELATION_TEXT.items()}[m.group(2)]
         if predicate == "interacting with":
-            return _tethered(p, a.box, b.box, margin_px(image.size[0]))
+            others = [c.box for c in p.components if c is not a and c is not b]
+            return _tethered(p, a.box, b.box, margin_px(image.size[0]), others)
         return relation_holds(predicate, a.box, b.box, image.size[0], strict=False)
 
 
 def _pattern(p: Parse, c: Component) -> str:
     x0, y0, x1, y1 = c.box
-    inner = ndimage.binary_erosion(c.mask, iterations=2)
+    inner = ndimage.binary_erosion(c.mask, iterations=3)  # away from the edge, where outline and backdrop bleed in
     if inner.sum() < 20:
         inner = c.mask
-    bright = ndimage.uniform_filter(p.grey[y0:y1, x0:x1], 3)[inner]
-    base = np.percentile(bright, 75)
-    shading = float(np.mean(1.0 - bright / max(base, 1e-9)))
-    return "solid" if shading < 0.035 else "dotted" if shading < 0.13 else "striped"
+    g = ndimage.uniform_filter(p.grey[y0:y1, x0:x1], 3)
+    base = max(float(np.percentile(g[inner], 75)), 1e-9)
+    shade = np.where(inner, 1.0 - g / base, 0.0)
+    shading = float(shade[inner].mean())
+    if shading < 0.047:
+        return "solid"
+    # stripes run along x: the shading varies from row to row and hardly from column to column
+    rows, cols = inner.any(1), inner.any(0)
+    row_mean = shade.sum(1)[rows] / inner.sum(1)[rows]
+    col_mean = shade.sum(0)[cols] / inner.sum(0)[cols]
+    ratio = float(np.std(row_mean) / (np.std(col_mean) + 1e-3))
+    if shading >= 0.1 or (shading >= 0.08 and ratio > 1.5):
+        return "striped"
+    return "dotted"
 
 
 def _outline(p: Parse, c: Component) -> str:
@@ -330,7 +342,8 @@ def _style(p: Parse) -> str | None:
     return "photo" if np.median(np.abs(np.diff(g, axis=1))[pairs]) > 1.5 else None
 
 
-def _tethered(p: Parse, a: Sequence[int], b: Sequence[int], m: float) -> bool:
+def _tethered(p: Parse, a: Sequence[int], b: Sequence[int], m: float, others: Sequence[Sequence[int]] = ()) -> bool:
+    """A dark line along most of the segment between the two glyphs (where no other glyph hides it)."""
     ca = np.array([(a[0] + a[2]) / 2, (a[1] + a[3]) / 2])
     cb = np.array([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2])
     t = np.linspace(0, 1, 60)[:, None]
@@ -339,14 +352,17 @@ def _tethered(p: Parse, a: Sequence[int], b: Sequence[int], m: float) -> bool:
     def outside(box: Sequence[int]) -> np.ndarray:
         return (pts[:, 0] < box[0] - m) | (pts[:, 0] > box[2] + m) | (pts[:, 1] < box[1] - m) | (pts[:, 1] > box[3] + m)
 
-    pts = pts[outside(a) & outside(b)]
+    keep = outside(a) & outside(b)
+    for box in others:
+        keep &= outside(box)
+    pts = pts[keep]
     if len(pts) < 3:  # too close to see a tether between them: judge by touching
         return True
-    darkest = ndimage.minimum_filter(p.grey, size=5)
+    darkest = ndimage.minimum_filter(p.grey, size=3)
     h, w = darkest.shape
     xs, ys = np.clip(pts[:, 0].astype(int), 0, w - 1), np.clip(pts[:, 1].astype(int), 0, h - 1)
-    dark = darkest[ys, xs] < 0.55 * p.backdrop.mean()
-    return bool(np.mean(dark) > 0.7)
+    dark = darkest[ys, xs] < 0.7 * p.backdrop.mean()  # pixel art leaves a 3-px line half-covered blocks
+    return bool(np.mean(dark) > 0.8)
 
 
 class ClassicalDetector:

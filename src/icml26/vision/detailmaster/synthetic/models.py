@@ -13,8 +13,9 @@ against the truth to get the score a perfect judge would give: the analytic refe
   shuffled among the characters (a random derangement: each ends up with another character's value).
 - :class:`PositionAgnosticT2I`: ignores the stated locations (and so the geometric relations too).
 - :class:`DroppingT2I`: omits each character with probability ``rate`` (at least one is kept).
-- :class:`RelationSwapT2I`: with probability ``rate`` per relation, lays it out reversed (subject and object
-  exchanged) or, for a tether, ties the subject to a different character.
+- :class:`RelationSwapT2I`: with probability ``rate`` per relation, binds its roles the wrong way round: a
+  spatial relation is laid out reversed (subject and object exchange their relation and their stated locations);
+  a tether ties the subject to a different character.
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ class RelationSwapT2I(SimulatedT2I):
 
     def corrupt(self, scene: Scene, rng: np.random.Generator) -> Scene:
         rels = []
+        swap: dict[str, str] = {}  # whose stated location each character takes
         names = scene.names
         for r in scene.relations:
             if rng.random() >= self.rate:
@@ -180,6 +182,9 @@ class RelationSwapT2I(SimulatedT2I):
             elif r.predicate == "interacting with":
                 others = [n for n in names if n not in (r.subject, r.object)]
                 rels.append(replace(r, object=others[rng.integers(len(others))]) if others else r)
-            else:
+            else:  # the roles are bound the wrong way round: each takes the other's place as well
                 rels.append(Relation(r.object, r.predicate, r.subject))
-        return replace(scene, relations=tuple(rels))
+                swap[r.subject], swap[r.object] = swap.get(r.object, r.object), swap.get(r.subject, r.subject)
+        pos = {c.name: c.position for c in scene.characters}
+        chars = tuple(replace(c, position=pos[swap.get(c.name, c.name)]) for c in scene.characters)
+        return replace(scene, characters=chars, relations=tuple(rels))

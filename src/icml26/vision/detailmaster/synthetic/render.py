@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 from PIL import Image, ImageDraw
+from scipy import ndimage
 
 from icml26.vision.detailmaster.schema import Scene, SceneSpecError
 
@@ -145,22 +146,29 @@ class Renderer:
         img = np.asarray(pil, dtype=float).copy()
         for c in scene.characters:
             a = {**DEFAULTS, **c.attributes}
-            if a["outline"] == "black":
-                img[glyph_mask(c.name, c.box, (n, n), grow=OUTLINE_PX)] = DARK
-            mask = glyph_mask(c.name, c.box, (n, n))
+            # work in a window around the glyph (its outline included): the rest of the image is untouched
+            g = OUTLINE_PX + 2
+            X0, Y0 = max(0, int(np.floor(c.box[0])) - g), max(0, int(np.floor(c.box[1])) - g)
+            X1, Y1 = min(n, int(np.ceil(c.box[2])) + g), min(n, int(np.ceil(c.box[3])) + g)
+            local = (c.box[0] - X0, c.box[1] - Y0, c.box[2] - X0, c.box[3] - Y0)
+            mask = glyph_mask(c.name, local, (Y1 - Y0, X1 - X0))
+            win = img[Y0:Y1, X0:X1]
+            if a["outline"] == "black":  # a stroke of even width around the glyph (a dilation of its mask)
+                win[ndimage.binary_dilation(mask, iterations=OUTLINE_PX) & ~mask] = DARK
             colour = np.array(COLORS.get(a["color"], GREY), dtype=float)
-            img[mask] = colour
+            win[mask] = colour
             x0, y0 = int(np.floor(c.box[0])), int(np.floor(c.box[1]))
+            ly, lx = yy[Y0:Y1, X0:X1], xx[Y0:Y1, X0:X1]
             if a["pattern"] == "striped":
-                shade = ((yy - y0) // (STRIPE_PERIOD // 2)) % 2 == 1
+                shade = ((ly - y0) // (STRIPE_PERIOD // 2)) % 2 == 1
             elif a["pattern"] == "dotted":
-                dx = (xx - x0) % DOT_PERIOD - DOT_PERIOD // 2
-                dy = (yy - y0) % DOT_PERIOD - DOT_PERIOD // 2
+                dx = (lx - x0) % DOT_PERIOD - DOT_PERIOD // 2
+                dy = (ly - y0) % DOT_PERIOD - DOT_PERIOD // 2
                 shade = dx * dx + dy * dy <= DOT_RADIUS**2
             else:
                 shade = None
             if shade is not None:
-                img[mask & shade] = SHADE * colour
+                win[mask & shade] = SHADE * colour
         img *= np.array(LIGHT_GAIN[attrs.get("light", "neutral")])
         style = attrs.get("style")
         if style == "pixel art":

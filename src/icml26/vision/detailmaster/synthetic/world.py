@@ -217,6 +217,22 @@ class SceneSampler:
         }
         return Scene(tuple(chars), attrs, self._relations(chars, rng))
 
+    def _tether_blocked(self, a: Character, b: Character, chars: list[Character]) -> bool:
+        """Whether a tether between ``a`` and ``b`` would run under a third character (hidden: ambiguous)."""
+        assert a.box is not None and b.box is not None
+        t = np.linspace(0, 1, 50)[:, None]
+        ca = np.array([(a.box[0] + a.box[2]) / 2, (a.box[1] + a.box[3]) / 2])
+        cb = np.array([(b.box[0] + b.box[2]) / 2, (b.box[1] + b.box[3]) / 2])
+        pts = ca + t * (cb - ca)
+        m = margin_px(self.size)
+        for c in chars:
+            if c.name in (a.name, b.name) or c.box is None:
+                continue
+            x0, y0, x1, y1 = pad(c.box, m)
+            if np.any((pts[:, 0] > x0) & (pts[:, 0] < x1) & (pts[:, 1] > y0) & (pts[:, 1] < y1)):
+                return True
+        return False
+
     def _relations(self, chars: list[Character], rng: np.random.Generator) -> tuple[Relation, ...]:
         pairs = [(a, b) for i, a in enumerate(chars) for b in chars[i + 1 :]]
         rels: list[Relation] = []
@@ -226,7 +242,7 @@ class SceneSampler:
             a, b = pairs[k]
             if rng.random() < 0.5:
                 a, b = b, a
-            if rng.random() < self.p_interact:
+            if rng.random() < self.p_interact and not self._tether_blocked(a, b, chars):
                 rels.append(Relation(a.name, "interacting with", b.name))
                 continue
             true = [
