@@ -361,7 +361,7 @@ def _tethered(p: Parse, a: Sequence[int], b: Sequence[int], m: float, others: Se
     darkest = ndimage.minimum_filter(p.grey, size=3)
     h, w = darkest.shape
     xs, ys = np.clip(pts[:, 0].astype(int), 0, w - 1), np.clip(pts[:, 1].astype(int), 0, h - 1)
-    dark = darkest[ys, xs] < 0.7 * p.backdrop.mean()  # pixel art leaves a 3-px line half-covered blocks
+    dark = darkest[ys, xs] < 0.7 * p.backdrop.mean()  # pixel art leaves half-covered blocks along a 2-px line
     return bool(np.mean(dark) > 0.8)
 
 
