@@ -15,7 +15,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from icml26.vision.detailmaster.schema import Character, Relation, Sample, Scene, _rel_key, character_class
+from icml26.vision.detailmaster.schema import (
+    ATTRIBUTES,
+    Character,
+    Relation,
+    Sample,
+    Scene,
+    _rel_key,
+    character_class,
+)
 from icml26.vision.detailmaster.tokens import ClipPretokenizer, Tokenizer
 
 __all__ = ["FILLERS", "compose_prompt", "fact_sentences", "parse_prompt", "sentence_spans"]
@@ -40,14 +48,14 @@ FILLERS: tuple[str, ...] = (
     "Every element is composed with deliberate care and balance.",
     "Fine details reward a close and patient viewer.",
     "The composition feels calm, orderly and carefully considered.",
-    "Soft textures give the whole picture a quiet, tactile quality.",
+    "Soft textures give the whole picture a quiet, pleasant quality.",
     "Nothing in the frame appears accidental or out of place.",
     "The edges are crisp and the shapes read clearly at a glance.",
-    "A sense of stillness runs through the entire picture.",
+    "A sense of calm runs through the entire picture.",
     "The arrangement leaves generous breathing room between the figures.",
     "Each figure is rendered with a clean, confident contour.",
     "The overall mood is gentle, playful and inviting.",
-    "Small touches of craft are visible wherever one looks.",
+    "Little touches of craft are visible wherever one looks.",
     "The picture has the clarity of a well designed illustration.",
 )
 
@@ -66,13 +74,15 @@ def fact_sentences(scene: Scene) -> list[tuple[str, str]]:
     out = [("presence", "This image shows " + _join([f"{_article(c.name)} {c.name}" for c in scene.characters]) + ".")]
     for c in scene.characters:
         a = c.attributes
-        out.append(
-            (
-                f"char:{c.name}",
-                f"The {c.name} is {a['size']}, {a['color']}, {a['pattern']} and {OUTLINE_TEXT[a['outline']]}.",
-            )
-        )
-    out += [(f"loc:{c.name}", f"The {c.name} is in the {c.position} part of the image.") for c in scene.characters]
+        parts = [a[k] for k in ("size", "color", "pattern") if k in a]
+        parts += [OUTLINE_TEXT[a["outline"]]] if "outline" in a else []
+        if parts:
+            out.append((f"char:{c.name}", f"The {c.name} is {_join(parts)}."))
+    out += [
+        (f"loc:{c.name}", f"The {c.name} is in the {c.position} part of the image.")
+        for c in scene.characters
+        if c.position is not None
+    ]
     s = scene.attributes
     if "background" in s:
         out.append(("background", f"The background is {BACKGROUND_TEXT[s['background']]}."))
@@ -127,9 +137,7 @@ def sentence_spans(prompt: str) -> list[tuple[str, int]]:
 
 _RE = {
     "presence": re.compile(r"^This image shows (.+)\.$"),
-    "char": re.compile(
-        r"^The (\w+) is (small|medium|large), (\w+), (solid|striped|dotted) and has (a black|no) outline\.$"
-    ),
+    "char": re.compile(r"^The (\w+) is (.+)\.$"),
     "loc": re.compile(r"^The (\w+) is in the ([a-z ]+) part of the image\.$"),
     "background": re.compile(r"^The background is (.+)\.$"),
     "light": re.compile(r"^The lighting is (\w+)\.$"),
@@ -142,6 +150,23 @@ _INV = {
     "style": {v: k for k, v in STYLE_TEXT.items()},
     "relation": {v: k for k, v in RELATION_TEXT.items()},
 }
+
+
+_WORD_KEY = {v: k for k, values in ATTRIBUTES.items() if k != "outline" for v in values}
+_OUTLINE_INV = {v: k for k, v in OUTLINE_TEXT.items()}
+
+
+def _attribute_words(text: str) -> dict[str, str] | None:
+    """``"small, red, striped and has a black outline"`` -> its attributes (None if a part is not one)."""
+    out = {}
+    for part in re.split(r", | and ", text):
+        if part in _OUTLINE_INV:
+            out["outline"] = _OUTLINE_INV[part]
+        elif part in _WORD_KEY:
+            out[_WORD_KEY[part]] = part
+        else:
+            return None
+    return out
 
 
 def parse_prompt(prompt: str, limit: int | None = None) -> Scene:
@@ -169,10 +194,6 @@ def parse_prompt(prompt: str, limit: int | None = None) -> Scene:
         if m := _RE["presence"].match(s):
             for item in re.split(r", | and ", m.group(1)):
                 mention(item.split(" ", 1)[-1].strip())
-        elif m := _RE["char"].match(s):
-            mention(m.group(1))
-            outline = "black" if m.group(5) == "a black" else "none"
-            attrs[m.group(1)] = {"size": m.group(2), "color": m.group(3), "pattern": m.group(4), "outline": outline}
         elif m := _RE["loc"].match(s):
             mention(m.group(1))
             pos[m.group(1)] = m.group(2)
@@ -181,6 +202,9 @@ def parse_prompt(prompt: str, limit: int | None = None) -> Scene:
                 mention(m.group(1))
                 mention(m.group(3))
                 rels.append(Relation(m.group(1), _INV["relation"][m.group(2)], m.group(3)))
+        elif (m := _RE["char"].match(s)) and known(m.group(1)) and (words := _attribute_words(m.group(2))):
+            mention(m.group(1))
+            attrs[m.group(1)] = words
         else:
             for key in ("background", "light", "style"):
                 if (m := _RE[key].match(s)) and m.group(1) in _INV[key]:

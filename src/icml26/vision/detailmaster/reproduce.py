@@ -243,16 +243,15 @@ def _with(plot: Any) -> Any:
 
 STUDY = profiles(
     smoke={"samples": 3, "size": 256, "tokens": [200, 380]},
-    quick={"samples": 6, "size": 256, "tokens": [200, 380]},
-    full={"samples": 50, "size": 256, "tokens": [200, 380]},
-    seeds=(1, 3, 6),
-    cell_seconds=(8, 20, 130),
+    quick={"samples": 8, "size": 256, "tokens": [200, 380]},
+    full={"samples": 100, "size": 256, "tokens": [200, 380]},
+    seeds=(1, 3, 10),
+    cell_seconds=(3, 6, 40),
 )
 _SHARED = dict(run=run_world, profiles=STUDY, direction="higher", unit="accuracy", revision=1)
 QUICK = (
-    "the quick profile (3 seeds x 6 samples) is a wiring check; the full profile (6 seeds x 50 = 300 samples, "
-    "each rendered by 6 generators and as ground truth: about 2,100 evaluated images) is the run of record; the "
-    "notes' 1,000 samples did not fit the 8-minute budget (about 2.4 s of judge time per sample on one core)"
+    "the quick profile (3 seeds x 8 samples) is a wiring check; the full profile (10 seeds x 100 = 1,000 samples, "
+    "the notes' size, each rendered by 6 generators and as ground truth: 7,000 evaluated images) is the run of record"
 )
 SELECTIVITY = (
     "selectivity = (oracle - model) on the dimension the failure targets minus the largest (oracle - model) on the "
