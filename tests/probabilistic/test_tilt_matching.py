@@ -298,6 +298,8 @@ def test_bad_inputs_raise_one_clear_error_each():
             TiltMatching(net, ring.energy, ess_target=bad)
     with pytest.raises(ValueError, match="update must be one of"):
         TiltMatching(net, ring.energy, update="adjoint")
+    with pytest.raises(ValueError, match="lr_schedule"):
+        TiltMatching(net, ring.energy, lr_schedule="linear")
     with pytest.raises(ValueError, match="step_size"):
         TiltMatching(net, ring.energy, step_size=-1.0)
     with pytest.raises(TypeError, match=r"torch\.nn\.Module"):

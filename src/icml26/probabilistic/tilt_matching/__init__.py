@@ -31,10 +31,11 @@ The method, step by step (``tilt`` has the details):
 
 Our readings, where the abstract leaves the algorithm open: the weighted (implicit) regression is the default and
 the other forms are options; the ESS rule with target 0.5; a fresh pool per annealing step and fresh x_0 and t per
-minibatch; a new Adam (lr 2e-3) per step; a simple base is represented exactly (the network learns a residual on the
-closed-form base velocity, zero at the start); "strictly lower variance than flow matching" is measured as the
-per-minibatch gradient covariance of the cumulant form against the weighted flow-matching regression
-(``TiltMatching.gradient_variance``); ``resample=True`` (minibatches drawn in proportion to w) is our variant.
+minibatch; a new Adam (lr 2e-3, cosine-decayed to lr / 10 within the step: ``lr_schedule``) per annealing step; a
+simple base is represented exactly (the network learns a residual on the closed-form base velocity, zero at the
+start); "strictly lower variance than flow matching" is measured as the per-minibatch gradient covariance of the
+cumulant form against the weighted flow-matching regression (``TiltMatching.gradient_variance``);
+``resample=True`` (minibatches drawn in proportion to w) is our variant.
 
 Also here: ``smc_mala`` (annealed SMC with MALA moves, the gradient-using baseline), one-shot importance-weighted
 flow matching (``TiltMatching(..., step_size=1.0)``), the energies (``ring8``, ``gmm40``, ``ManyWell``,

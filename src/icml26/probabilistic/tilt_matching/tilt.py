@@ -107,6 +107,7 @@ class TiltMatching:
         ode_steps: int = 32,
         lr: float = 2e-3,
         resample: bool = False,
+        lr_schedule: str = "cosine",
         dim: int | None = None,
         seed: int = 0,
     ) -> None:
@@ -133,6 +134,9 @@ class TiltMatching:
         self.pool_size, self.inner_iters, self.batch_size = int(pool_size), int(inner_iters), int(batch_size)
         self.ode_steps, self.lr, self.seed = int(ode_steps), float(lr), int(seed)
         self.resample = bool(resample)
+        if lr_schedule not in ("cosine", "constant"):
+            raise ValueError(f"lr_schedule must be 'cosine' or 'constant', got {lr_schedule!r}")
+        self.lr_schedule = lr_schedule
         self._gen = torch.Generator().manual_seed(self.seed)
         self.a_ = 0.0
         self.history_: list[dict[str, float]] = []
@@ -220,6 +224,10 @@ class TiltMatching:
         if self.update != "weighted":
             old = copy.deepcopy(self.velocity).requires_grad_(False)
         opt = torch.optim.Adam(self.velocity.parameters(), lr=self.lr)
+        decay = self.lr_schedule == "cosine"  # to lr / 10 within each annealing step: less parameter noise at its end
+        sched = (
+            torch.optim.lr_scheduler.CosineAnnealingLR(opt, self.inner_iters, eta_min=0.1 * self.lr) if decay else None
+        )
         n, total = x1.shape[0], 0.0
         for _ in range(self.inner_iters):
             if self.resample:  # minibatch drawn in proportion to w, then unit weights: the same objective
@@ -234,6 +242,8 @@ class TiltMatching:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if sched is not None:
+                sched.step()
             total += float(loss.detach())
         self.adam_steps_ += self.inner_iters
         return total / self.inner_iters
