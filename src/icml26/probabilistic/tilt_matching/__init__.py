@@ -25,7 +25,9 @@ The method, step by step (``tilt`` has the details):
    ``"cumulant"``: regress onto b_old + (w - 1)(dI_t - b_old), the cumulant form (subtracting E[w] = 1 removes the
    flow-matching noise at the warm start; exact to first order in h);
    ``"control_variate"``: onto b_old + w (dI_t - b_old) (the notes' form); ``"first_order"``: onto
-   b_old + h (r - rbar)(dI_t - b_old), the covariance alone.
+   b_old + h (r - rbar)(dI_t - b_old), the covariance alone. The three explicit forms have the minimiser
+   b_old + E[w | I_t] (b_{a+h} - b_old) (or its linearisation): right to first order in h only, so they overshoot
+   at the ESS-0.5 steps of the default; use them with small steps (``ess_target`` near 1).
 6. a <- a + h; repeat from 3 until a = 1. No reward gradient and no backpropagation through trajectories is used:
    the only gradients are the network's, of a regression loss.
 

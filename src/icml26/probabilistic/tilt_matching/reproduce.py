@@ -266,33 +266,46 @@ def plot_variance(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) 
     import numpy as np
 
     rows = [row for r in _ok(records) for row in (r.get("curves") or {}).get("variance", [])]
-    names = {
-        "weighted": "flow matching (weighted, dI target)",
-        "cumulant": "tilt, cumulant form (judged)",
-        "control_variate": "tilt, control-variate form",
-        "first_order": "tilt, first-order form",
+    names = {  # key: (label, colour, style); the control-variate form equals flow matching at the warm start
+        "weighted": ("flow matching (weighted, dI target)", "C3", "o-"),
+        "cumulant": ("tilt, cumulant form (judged)", "C0", "s-"),
+        "control_variate": ("tilt, control-variate form (= flow matching at b_old)", "C2", "x--"),
+        "first_order": ("tilt, first-order form", "C1", "^:"),
     }
     steps = sorted({row["step"] for row in rows})
-    for j, (key, label) in enumerate(names.items()):
+    for key, (label, colour, style) in names.items():
         mean = [np.mean([x[key] for x in rows if x["step"] == s]) for s in steps]
-        ax.semilogy(steps, mean, "o-", color=f"C{j}", label=f"{label}: mean over seeds")
+        ax.semilogy(steps, mean, style, color=colour, label=f"{label}: mean over seeds")
+    ax.set_xticks(steps)
     ax.set_xlabel("annealing step (gradient at the warm start b_old)")
     ax.set_ylabel("trace of minibatch-gradient covariance")
+    ax.legend(fontsize=7)
 
 
-def plot_annealing(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
-    """The annealing schedule: a against cumulative energy evaluations, per seed and setting."""
-    for k, r in enumerate(_ok(records)):
-        rows = (r.get("curves") or {}).get("annealing", [])
-        if not rows:
-            continue
-        label = f"base sd {r['spec']['setting'].get('base_scale', GAUSS_SCALE)}" if k < 1 else None
-        ax.plot([x["energy_evals"] for x in rows], [x["a"] for x in rows], "o-", ms=3, color="C0", alpha=0.5)
-        if label:
-            ax.plot([], [], "o-", color="C0", label="Tilt Matching (ESS rule), one line per seed")
-    ax.axhline(1.0, color="k", ls="--", lw=0.8, label="a = 1: the target")
-    ax.set_xlabel("energy evaluations")
-    ax.set_ylabel("tilt a")
+RING_ARMS = {
+    "tilt_matching": "Tilt Matching (judged)",
+    "iw_flow_matching": "one-shot IW flow matching",
+    "smc_mala": "SMC-MALA (uses gradients)",
+    "tilt_matching_resampled": "Tilt Matching, resampled minibatches (ours)",
+    "iw_flow_matching_resampled": "one-shot, resampled minibatches (ours)",
+}
+
+
+def plot_ring_arms(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
+    """Every ring arm's W2 (mean +- sd over seeds) at the same energy budget, and the exact-sample floor."""
+    import numpy as np
+
+    ok = _ok(records)
+    shown = [a for a in RING_ARMS if any(a in r["metrics"] for r in ok)]
+    for i, arm in enumerate(shown):
+        vals = [r["metrics"][arm]["w2"] for r in ok if arm in r["metrics"]]
+        ax.errorbar([i], [np.mean(vals)], yerr=[np.std(vals)], fmt="o", capsize=4, color=f"C{i}", label=RING_ARMS[arm])
+    floor = [r["metrics"]["reference"]["w2"] for r in ok]
+    ax.axhline(float(np.mean(floor)), color="k", ls="--", lw=0.8, label="floor: W2 between two exact samples")
+    ax.set_xticks(range(len(shown)), [str(i + 1) for i in range(len(shown))])
+    ax.set_xlabel("arm (see legend, in order)")
+    ax.set_ylabel("W2 to an exact sample (mean +- sd over seeds)")
+    ax.legend(fontsize=7)
 
 
 # --------------------------------------------------------------------------------------------------- claims
@@ -309,6 +322,17 @@ GAUSS_PROFILES = profiles(
     full={"pretrain_iters": 2000, "pool_size": 4096, "inner_iters": 1000, "n_eval": 8000},
     seeds=(2, 3, 6),
     cell_seconds=(1.0, 10.0, 18.0),
+)
+_RING_FINDING = (
+    "Full-profile result (6 seeds): not reproduced, Tilt Matching's W2 is 19% WORSE than one-shot's (0.68 vs "
+    "0.58; exact-sample floor 0.41). Why, as far as we measured: the notes' base N(0, 3^2 I) already covers the "
+    "ring, so the one-shot pool keeps an ESS of 11% (about 1350 of 12288 points), plenty for a 2-D regression, "
+    "and the one-shot arm spends all its Adam steps on the final target, while Tilt Matching splits them over 3 "
+    "annealing steps whose regression errors carry forward (each step tilts the model it has, not the exact "
+    "rho_{1,a}). With minibatches drawn in proportion to w (our variant, both arms) one-shot reaches the floor "
+    "(0.405) and Tilt Matching 0.656. Annealing should pay where the one-shot weights degenerate (a narrow base); "
+    "at our regression budget Tilt Matching lost modes there in development runs, so that is not shown either. "
+    "The quick profile (3 seeds) is inconclusive with the same sign"
 )
 _RING = dict(run=run_ring, profiles=RING_PROFILES, revision=REVISION)
 _GAUSS = dict(run=run_gaussian_tilt, profiles=GAUSS_PROFILES, revision=REVISION)
@@ -343,8 +367,11 @@ CARD = PaperCard(
             min_effect=0.1,
             relative=True,
             paper_figure="notes: annealed Tilt Matching clearly beats one-shot weighted flow matching in W2",
-            notes="margin 10% relative, fixed before any run (the smallest gain we would call clear). " + _BUDGET,
-            plot=with_judged_metric(plot_annealing, title="annealing schedule (ESS rule)"),
+            notes="margin 10% relative, fixed before any run (the smallest gain we would call clear). "
+            + _BUDGET
+            + ". "
+            + _RING_FINDING,
+            plot=with_judged_metric(plot_ring_arms, title="every arm at the same energy budget"),
             **_RING,
         ),
         Claim(
@@ -372,7 +399,11 @@ CARD = PaperCard(
             relative=True,
             paper_figure="notes: roughly on par with SMC-MALA in 2-D",
             notes="non-inferiority margin 20% relative, fixed before any run ('roughly on par'); SMC-MALA also "
-            "spends one gradient evaluation per energy evaluation, Tilt Matching none. " + _BUDGET,
+            "spends one gradient evaluation per energy evaluation, Tilt Matching none. Full profile: 0.68 vs 0.76, "
+            "but SMC-MALA's W2 varies widely across seeds (sd 0.28: 12000 evaluations for 2000 particles leave it "
+            "few tempering and move rounds, and its energy W1 is the best of all arms, 0.03), so the interval spans "
+            "+-45%: inconclusive. " + _BUDGET,
+            plot=with_judged_metric(plot_ring_arms, title="every arm at the same energy budget"),
             **_RING,
         ),
         Claim(
@@ -386,7 +417,9 @@ CARD = PaperCard(
             min_effect=0.1,
             relative=True,
             paper_figure="notes: metrics include the energy W1; no number given",
-            notes="margin 10% relative, fixed before any run, as C1. " + _BUDGET,
+            notes="margin 10% relative, fixed before any run, as C1. Full profile: +8.7% (95% CI +0.8% to +16.6%), "
+            "5 of 6 seeds better: a gain, but not shown to reach the margin; the flows' energy W1 (1.7-1.8) is far "
+            "above SMC-MALA's (0.03): a few flow samples fall between the modes at high energy. " + _BUDGET,
             **_RING,
         ),
         Claim(
@@ -424,7 +457,11 @@ CARD = PaperCard(
             paper_figure="notes: closed form N(s^2 c, s^2 I); the weighted regression should recover it within ~5%",
             notes="s = 1.5, c = (0.8, -0.4): the target mean moves by 1.34 s.d.; margin 0.1 (7% of s), fixed before "
             "any run. The 'pretrained' arm is the flow before the tilt, measured against its own N(0, s^2 I) (the "
-            "pretraining floor; not judged). Fine-tuning of Stable Diffusion is not attempted (no weights offline)",
+            "pretraining floor; not judged). Fine-tuning of Stable Diffusion is not attempted (no weights offline). "
+            "Full profile: W2 0.19 +- 0.09 against a pretraining floor of 0.05: the tilt goes the right way (from "
+            "2.0 before it) but not within 0.1; the fitted mean and spread carry the two pools' Monte Carlo error "
+            "and the regression noise (the exact-base unit test records 0.1-0.35 at smaller pools). Our reading of "
+            "fine-tuning: the tilt is a zero-initialised residual MLP on the frozen pretrained field",
             **_GAUSS,
         ),
         Claim(
@@ -438,8 +475,9 @@ CARD = PaperCard(
             test="noninferiority",
             min_effect=0.1,
             paper_figure="notes: the weighted regression must recover the analytic velocity within about 5%",
-            notes="the notes' 5% is for the exact base (a unit test checks it); here the base is itself a learned "
-            "flow, so the margin is 10%, fixed before any run",
+            notes="the notes' 5% is for the exact base (a unit test records 7-10.5% at its budget); here the base is "
+            "itself a learned flow, so the margin is 10%, fixed before any run. Full profile: 9.6% +- 2.1%, the "
+            "interval reaches past the margin (inconclusive)",
             **_GAUSS,
         ),
     ),

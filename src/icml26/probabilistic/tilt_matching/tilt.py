@@ -67,6 +67,9 @@ def tilt_loss(
       cumulants of dI with copies of h r, and subtracting 1 (E[w] = 1) removes the flow-matching noise
       E||dI - b_old||^2 from the target (explicit; exact to first order in h);
     - first_order: mean ||b - (b_old + h (r - rbar)(dI - b_old))||^2, the covariance term alone.
+
+    The explicit forms' minimiser is b_old + E[w | I_t] (b_{a+h} - b_old) (first-order accurate in h; it overshoots
+    where the tilt puts its mass, since E[w | I_t] > 1 there as t -> 1).
     """
     i_t, di = interpolate(x0, x1, t)
     b = velocity(i_t, t)
