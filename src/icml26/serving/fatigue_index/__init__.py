@@ -82,9 +82,40 @@ _MODULE_OF = {
         "monitor",
     ),
     **dict.fromkeys(("FAMILIES", "Task", "distinct_n", "make_suite", "needle_task", "repetition_ratio"), "tasks"),
-    **dict.fromkeys(("SCORES", "auroc", "evaluate_fatigue", "sequence_scores", "signal_features", "spearman"), "evaluate"),
+    **dict.fromkeys(
+        ("SCORES", "auroc", "evaluate_fatigue", "sequence_scores", "signal_features", "spearman"), "evaluate"
+    ),
 }
-__all__ = sorted(_MODULE_OF)
+__all__ = [
+    "FAMILIES",
+    "SCORES",
+    "FatigueConfig",
+    "FatigueMonitor",
+    "FatigueProbe",
+    "FatigueStoppingCriteria",
+    "FatigueTrace",
+    "Task",
+    "auroc",
+    "distinct_n",
+    "embedding_drift",
+    "evaluate_fatigue",
+    "fatigue_index",
+    "fatigue_trajectory",
+    "generate_with_fatigue",
+    "hysteresis_alert",
+    "make_suite",
+    "needle_task",
+    "phi_attention",
+    "phi_drift",
+    "phi_entropy",
+    "predictive_entropy",
+    "prompt_attention",
+    "repetition_ratio",
+    "sequence_scores",
+    "signal_features",
+    "smooth",
+    "spearman",
+]
 
 if TYPE_CHECKING:
     from icml26.serving.fatigue_index.config import FatigueConfig

@@ -92,6 +92,4 @@ def evaluate_fatigue(
     Concurrent use: labels of the whole sequence, ``upto=None``. Predictive use: scores on the prefix of
     generation steps < ``upto`` (t0) and labels of what follows, among sequences still healthy at t0."""
     scores = sequence_scores(traces, config, upto)
-    return {
-        name: {"auroc": auroc(degraded, s), "spearman": spearman(s, repetition)} for name, s in scores.items()
-    }
+    return {name: {"auroc": auroc(degraded, s), "spearman": spearman(s, repetition)} for name, s in scores.items()}

@@ -12,6 +12,7 @@ import numpy as np
 from icml26.serving.fatigue_index.config import FatigueConfig
 from icml26.serving.fatigue_index.signals import (
     embedding_drift,
+    entropy_of_log_probs,
     fatigue_index,
     predictive_entropy,
     prompt_attention,
@@ -166,7 +167,9 @@ class FatigueProbe:
     def _on_attention(self, module: Any, args: Any, output: Any) -> None:
         weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
         if weights is None:
-            raise ValueError("the last attention layer returned no weights: load the model with attn_implementation='eager'")
+            raise ValueError(
+                "the last attention layer returned no weights: load the model with attn_implementation='eager'"
+            )
         self._attn = weights[:, :, -1].detach()
 
     def _on_norm(self, module: Any, args: Any, output: Any) -> None:
@@ -181,7 +184,10 @@ class FatigueProbe:
         if self._h0 is None:
             self._h0 = self._hidden
         logits = output[:, -1].detach().float()
-        entropy = predictive_entropy(logits)
+        if not torch.isfinite(logits).all():
+            predictive_entropy(logits)  # raises the one clear error about non-finite logits
+        logsoftmax = torch.log_softmax(logits, dim=-1)
+        entropy = entropy_of_log_probs(logsoftmax)
         a = prompt_attention(
             self._attn, self.prompt_start, self.prompt_length, self.config.prompt_slice_k, self.config.attention_reduce
         )
@@ -191,7 +197,7 @@ class FatigueProbe:
             "attention": a,
             "entropy": entropy,
             "drift": d,
-            "logsoftmax": torch.log_softmax(logits, dim=-1),
+            "logsoftmax": logsoftmax,
         }
         self._attn = self._hidden = None
 

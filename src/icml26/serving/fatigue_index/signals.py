@@ -45,7 +45,9 @@ def prompt_attention(
     if w.dim() == 4:
         w = w[:, :, -1]
     if w.dim() != 3:
-        raise ValueError(f"attention weights must be (batch, heads, keys) or (batch, heads, queries, keys), got {tuple(w.shape)}")
+        raise ValueError(
+            f"attention weights must be (batch, heads, keys) or (batch, heads, queries, keys), got {tuple(w.shape)}"
+        )
     if reduce not in ("mean", "mass"):
         raise ValueError(f"reduce must be 'mean' or 'mass', got {reduce!r}")
     if k < 1:
@@ -83,7 +85,11 @@ def predictive_entropy(logits: Any) -> Any:
             "logits contain NaN or infinity: pass the raw logits (generate(..., output_logits=True) or the "
             "lm_head output), not post-processed scores (top-p/top-k set them to -inf)"
         )
-    logp = torch.log_softmax(z, dim=-1)
+    return entropy_of_log_probs(torch.log_softmax(z, dim=-1))
+
+
+def entropy_of_log_probs(logp: Any) -> Any:
+    """-sum exp(logp) logp over the last dimension (the probe reuses the log-softmax it needs anyway)."""
     return -(logp.exp() * logp).sum(dim=-1)
 
 
@@ -138,10 +144,9 @@ def smooth(fi: Any, window: int = 5) -> np.ndarray:
         raise ValueError(f"window must be >= 1, got {window}")
     if x.shape[-1] == 0:
         return x.copy()
-    c = np.cumsum(x, axis=-1)
-    lagged = np.concatenate([np.zeros((*x.shape[:-1], window)), c[..., :-window]], axis=-1)[..., : x.shape[-1]]
-    count = np.minimum(np.arange(1, x.shape[-1] + 1), window)
-    return (c - lagged) / count
+    padded = np.concatenate([np.zeros((*x.shape[:-1], window - 1)), x], axis=-1)
+    sums = np.lib.stride_tricks.sliding_window_view(padded, window, axis=-1).sum(axis=-1)  # no drift from a cumsum
+    return sums / np.minimum(np.arange(1, x.shape[-1] + 1), window)
 
 
 def hysteresis_alert(smoothed: Any, on: float = 0.50, off: float = 0.40) -> np.ndarray:

@@ -142,7 +142,9 @@ def needle_task(rng: np.random.Generator, words: int = 40, position: str | None 
     return Task("needle", prompt, lambda out: str(code) in out, {"position": pos, "words": words, "code": code})
 
 
-def make_suite(seed: int, per_family: int = 3, families: tuple[str, ...] = FAMILIES, needle_words: int = 40) -> list[Task]:
+def make_suite(
+    seed: int, per_family: int = 3, families: tuple[str, ...] = FAMILIES, needle_words: int = 40
+) -> list[Task]:
     """``per_family`` tasks of every family, drawn from ``seed`` (family-major order)."""
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
