@@ -237,7 +237,7 @@ def test_left_padding_does_not_change_the_signals(tiny):
     assert np.array_equal(alone.token_ids, batch.token_ids)
     for name in ("attention", "entropy", "drift", "logprob"):
         assert np.allclose(getattr(alone, name), getattr(batch, name), atol=1e-4), name
-    assert alone.drift[0] == 0.0  # step 0 reads h_0 itself
+    assert alone.steps.tolist() == list(range(1, 10))  # step 0 (the prompt) is the reference, not a probe
 
 
 def test_hooked_entropy_equals_generate_output_logits_and_online_equals_offline(tiny):
@@ -262,7 +262,7 @@ def test_hooked_entropy_equals_generate_output_logits_and_online_equals_offline(
             pad_token_id=0,
         )
     raw = torch.stack(out.logits, 1)[0]  # (steps, vocab), before temperature and top-p
-    assert crit.steps == [0, 2, 4, 6, 8]
+    assert crit.steps == [2, 4, 6, 8]
     expected = predictive_entropy(raw[crit.steps]).numpy()
     assert np.allclose(np.stack(crit.signals["entropy"], -1)[0], expected, atol=1e-5)
     chosen = out.sequences[0, ids.shape[1] :]
@@ -278,7 +278,7 @@ def test_hooked_entropy_equals_generate_output_logits_and_online_equals_offline(
 def test_stop_on_alert_cuts_the_trace(tiny):
     cfg = FatigueConfig(hysteresis=(0.05, 0.0), probe_every=1, smooth_window=1)  # fires at once on any model
     tr = generate_with_fatigue(tiny, None, [[1, 2, 3]], cfg, max_new_tokens=12, do_sample=False, stop_on_alert=True)[0]
-    assert tr.onset == 0 and len(tr.token_ids) == 1
+    assert tr.onset == 1 and len(tr.token_ids) == 2
 
 
 # ------------------------------------------------------------------------------------------------ bad inputs

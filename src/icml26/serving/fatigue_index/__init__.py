@@ -1,7 +1,9 @@
 """Fatigue Index (FI): an online diagnostic of degradation during long-horizon autoregressive generation.
 
-While a causal LM generates, three signals are read from one forward step every k = 2 tokens (forward hooks on
-the last self-attention, the final norm and the output embeddings; :class:`FatigueProbe`):
+While a causal LM generates, three signals are read from the forward on generated token t, at t = k, 2k, ...
+with k = 2 (forward hooks on the last self-attention, the final norm and the output embeddings;
+:class:`FatigueProbe`); the prompt's forward (t = 0) only fixes the reference h_0 and is not a probe (the
+official code drops it too):
 
 1. prompt attention A_t = mean over heads h and the first K = 64 prompt positions j of the last layer's attention
    of the newest query, A_t = (1/K') sum_{j < K'} (1/H) sum_h alpha_{t,j}^h with K' = min(K, prompt length); left

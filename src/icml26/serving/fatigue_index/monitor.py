@@ -69,9 +69,9 @@ class FatigueMonitor:
 
 @dataclass
 class FatigueTrace:
-    """One generated sequence and its probes. ``steps[i]`` is the generation step of probe i (0 = the
-    distribution of the first new token, read at the last prompt token); signals are per probe; ``logprob`` is
-    per generated token (raw log-probability of the chosen token)."""
+    """One generated sequence and its probes. ``steps[i]`` is the generation step of probe i (step s reads the
+    forward on generated token s: its attention, its top hidden state, and the distribution of token s + 1);
+    signals are per probe; ``logprob`` is per generated token (raw log-probability of the chosen token)."""
 
     prompt: str
     text: str
@@ -213,9 +213,11 @@ def _stopping_base() -> type:
 class FatigueStoppingCriteria(_stopping_base()):  # type: ignore[misc]
     """A ``transformers.StoppingCriteria`` that feeds a :class:`FatigueMonitor` from a :class:`FatigueProbe`.
 
-    generate calls it once per new token, right after the forward that produced that token's distribution: every
-    ``probe_every``-th call it updates the monitor with the probe's signals; every call it records the chosen
-    token's raw log-probability. With ``stop_on_alert=True`` a sequence stops when its alert turns on.
+    generate calls it once per new token, right after the forward that produced that token's distribution. Step s
+    is the forward whose input is generated token s (step 0: the prompt, which only fixes the reference h_0 and is
+    not probed, as in the official code); at steps s = k, 2k, ... it updates the monitor with the probe's signals;
+    every call it records the chosen token's raw log-probability. With ``stop_on_alert=True`` a sequence stops
+    when its alert turns on.
     """
 
     def __init__(self, probe: FatigueProbe, monitor: FatigueMonitor | None = None, stop_on_alert: bool = False):
@@ -238,7 +240,8 @@ class FatigueStoppingCriteria(_stopping_base()):  # type: ignore[misc]
         chosen = input_ids[:, -1:].to(latest["logsoftmax"].device)
         self.logprob.append(latest["logsoftmax"].gather(1, chosen)[:, 0].double().cpu().numpy())
         alert = np.zeros(input_ids.shape[0], dtype=bool)
-        if latest["step"] % self.probe.config.probe_every == 0:
+        step = latest["step"]
+        if step > 0 and step % self.probe.config.probe_every == 0:  # step 0 (the prompt) is the reference only
             sig = {k: latest[k].double().cpu().numpy() for k in self.signals}
             for k, v in sig.items():
                 self.signals[k].append(v)
