@@ -12,7 +12,6 @@ import numpy as np
 from icml26.serving.fatigue_index.config import FatigueConfig
 from icml26.serving.fatigue_index.signals import (
     embedding_drift,
-    entropy_of_log_probs,
     fatigue_index,
     predictive_entropy,
     prompt_attention,
@@ -54,6 +53,11 @@ class FatigueMonitor:
         self._alert.append(self._state.copy())
         scalar = np.ndim(a) == 0 and np.ndim(e) == 0 and np.ndim(d) == 0
         return (float(s[0]), bool(self._state[0])) if scalar else (s, self._state.copy())
+
+    @property
+    def alert(self) -> np.ndarray | None:
+        """The current alert state per sequence (None before the first update)."""
+        return None if self._state is None else self._state.copy()
 
     @property
     def history(self) -> dict[str, np.ndarray]:
@@ -175,6 +179,10 @@ class FatigueProbe:
     def _on_norm(self, module: Any, args: Any, output: Any) -> None:
         self._hidden = output[:, -1].detach()
 
+    def is_probe(self, step: int) -> bool:
+        """Steps k, 2k, ... are probes; step 0 (the prompt) only fixes the reference h_0."""
+        return step > 0 and step % self.config.probe_every == 0
+
     def _on_logits(self, module: Any, args: Any, output: Any) -> None:
         import torch
 
@@ -184,21 +192,22 @@ class FatigueProbe:
         if self._h0 is None:
             self._h0 = self._hidden
         logits = output[:, -1].detach().float()
-        if not torch.isfinite(logits).all():
+        lse = torch.logsumexp(logits, dim=-1)  # one pass per token: enough for the chosen token's log-probability
+        if not torch.isfinite(lse).all():
             predictive_entropy(logits)  # raises the one clear error about non-finite logits
-        logsoftmax = torch.log_softmax(logits, dim=-1)
-        entropy = entropy_of_log_probs(logsoftmax)
-        a = prompt_attention(
-            self._attn, self.prompt_start, self.prompt_length, self.config.prompt_slice_k, self.config.attention_reduce
-        )
-        d = embedding_drift(self._hidden, self._h0)
-        self.latest = {
-            "step": self.step,
-            "attention": a,
-            "entropy": entropy,
-            "drift": d,
-            "logsoftmax": logsoftmax,
-        }
+        latest: dict[str, Any] = {"step": self.step, "logits": logits, "logsumexp": lse}
+        if self.is_probe(self.step):  # the signals, only every k tokens
+            p = torch.exp(logits - lse[:, None])
+            latest["entropy"] = lse - (p * logits).sum(dim=-1)  # H = log Z - E_p[z]
+            latest["attention"] = prompt_attention(
+                self._attn,
+                self.prompt_start,
+                self.prompt_length,
+                self.config.prompt_slice_k,
+                self.config.attention_reduce,
+            )
+            latest["drift"] = embedding_drift(self._hidden, self._h0)
+        self.latest = latest
         self._attn = self._hidden = None
 
 
@@ -237,19 +246,19 @@ class FatigueStoppingCriteria(_stopping_base()):  # type: ignore[misc]
                 "generation produced no logits through the model's output embeddings, so the monitor has nothing "
                 "to read (is the probe attached, and is this the model that generates?)"
             )
-        chosen = input_ids[:, -1:].to(latest["logsoftmax"].device)
-        self.logprob.append(latest["logsoftmax"].gather(1, chosen)[:, 0].double().cpu().numpy())
+        chosen = input_ids[:, -1:].to(latest["logits"].device)
+        logprob = latest["logits"].gather(1, chosen)[:, 0] - latest["logsumexp"]
+        self.logprob.append(logprob.double().cpu().numpy())
         alert = np.zeros(input_ids.shape[0], dtype=bool)
-        step = latest["step"]
-        if step > 0 and step % self.probe.config.probe_every == 0:  # step 0 (the prompt) is the reference only
+        if self.probe.is_probe(latest["step"]):
             sig = {k: latest[k].double().cpu().numpy() for k in self.signals}
             for k, v in sig.items():
                 self.signals[k].append(v)
             self.steps.append(latest["step"])
             _, alert = self.monitor.update(sig["attention"], sig["entropy"], sig["drift"])
             alert = np.asarray(alert)
-        elif self.monitor.history["alert"].size:
-            alert = self.monitor.history["alert"][:, -1]
+        elif self.monitor.alert is not None:
+            alert = self.monitor.alert
         return torch.as_tensor(alert & self.stop_on_alert, device=input_ids.device)
 
 
