@@ -32,10 +32,10 @@ from icml26.serving.fatigue_index import (
 )
 
 PAPER = "fatigue_index"
-GEN = {"tiny": (4, 16), "quick": (4, 16), "full": (8, 48)}  # (prompts, new tokens)
+GEN = {"tiny": (4, 16), "quick": (4, 12), "full": (8, 32)}  # (prompts, new tokens)
 LOGITS = {"tiny": (8, 4096), "quick": (32, 49152), "full": (64, 49152)}
 REPEATS = {"tiny": 3, "quick": 5, "full": 7}
-GEN_REPEATS = {"tiny": 3, "quick": 3, "full": 5}
+GEN_REPEATS = {"tiny": 3, "quick": 2, "full": 3}
 
 
 def _model(size: str) -> tuple[object, object, list[object]]:
