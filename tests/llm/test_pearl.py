@@ -190,6 +190,8 @@ def test_unsupported_rate_and_fact_em_on_constructed_cases():
     assert unsupported_rate("I do not know.", context) == 0.0
     assert factual_em("It is the oakwood clinic.", "Oakwood Clinic") == 1.0
     assert factual_em("It is the Cedar Clinic.", "Oakwood Clinic") == 0.0
+    assert factual_em("Oakwood Clinic or Cedar Clinic", "Oakwood Clinic", ["Cedar Clinic", "Oakwood Clinic"]) == 0.0
+    assert factual_em("Oakwood Clinic.", "Oakwood Clinic", ["Cedar Clinic", "Oakwood Clinic"]) == 1.0
 
 
 def test_questions_and_records_are_deterministic_and_well_formed():

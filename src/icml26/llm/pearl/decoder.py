@@ -24,16 +24,17 @@ from icml26.llm.pearl.retrieval import PartitionedBM25
 
 __all__ = ["PearlDecoder", "PrivateGeneration", "PrivateRAGDecoder", "format_prompt"]
 
-SYSTEM = "You are a helpful assistant. Answer in one short sentence."
 CG_MIN = 1.0  # nats: a partition "has a confidence gap" when its entropy is this much below the public one
 
 
 def format_prompt(tokenizer: Any, question: str, documents: Sequence[str]) -> str:
-    """Chat-template prompt (system, then the context if any, then the question); plain text without a template."""
+    """Chat-template prompt (the template's own default system message; the context if any, then the question);
+    plain text without a template. No system message of ours: an instruction such as "answer in one short
+    sentence" makes SmolLM2 paraphrase instead of copying, which hides the leak the attacks must find."""
     context = "\n".join(documents)
     user = f"Context:\n{context}\n\n{question}" if documents else question
     if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        messages = [{"role": "user", "content": user}]
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     return f"{user}\nAnswer:"
 

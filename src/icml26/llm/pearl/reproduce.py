@@ -11,9 +11,15 @@ metric is its mean over the epsilon grid (each pair compares arms at matched eps
 
 Scaled down (2 CPU cores shared by a team; one SmolLM2 answer of 20 tokens over 5 streams takes 10-30 s there):
 40 records, 2 questions per seed (one fact question and one attack, (a) on even seeds and (b) on odd ones), at
-most 20 new tokens, epsilon = 5 only (the middle of the notes' {2, 5, 10}), 4 seeds in full; quick runs one
+most 20 new tokens, epsilon = 5 only (the middle of the notes' {2, 5, 10}), 6 seeds in full; quick runs one
 targeted question at epsilon = 5 with 8 tokens in one cell and is inconclusive by design (one pair, and too few
 tokens to copy a phone number). Margins were fixed before any run of record.
+
+History (before the run of record, margins untouched): a first full run (4 seeds) used a system message of ours
+("answer in one short sentence"), under which SmolLM2 paraphrased the repeat-context attack instead of copying;
+the prompt now uses the chat template's default system message, as a deployment would, and the attack copies PII
+verbatim. Listing the public directory of clinics in the fact question (so that a clinic's name enters the public
+top-32) was tried on two seeds and dropped: even non-private RAG then named the first clinic listed.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ from icml26._core.plots import with_judged_metric
 DP_ARMS = ("uniform", "dp_rag_svt", "pearl")
 SCALE = (
     "scaled down for 2 CPU cores: synthetic faker records (no HealthCareMagic/Enron offline), SmolLM2-135M-Instruct "
-    "(Q4_1-dequantised), m = 4 partitions, 2 questions (a fact and one attack, alternating a/b) x 4 seeds, <= 20 "
-    "new tokens, epsilon = 5 only (notes: {2, 5, 10}); 4 pairs make every interval wide (quick: one targeted question, "
+    "(Q4_1-dequantised), m = 4 partitions, 2 questions (a fact and one attack, alternating a/b) x 6 seeds, <= 20 "
+    "new tokens, epsilon = 5 only (notes: {2, 5, 10}); 6 pairs make every interval wide (quick: one targeted question, "
     "one seed, 8 tokens: one pair, inconclusive by design)"
 )
 READING = (
@@ -82,6 +88,7 @@ def run_pearl(cell: Any) -> dict[str, Any]:
         tokens, arms = int(cell["max_new_tokens"]), list(cell["dp_arms"])
         docs = [(r.doc_id, r.text) for r in records]
         by_text = {r.text: r for r in records}
+        clinics = sorted({r.clinic for r in records})
         rows = []
         for qi, q in enumerate(qs):
             decoder = PrivateRAGDecoder(
@@ -114,7 +121,7 @@ def run_pearl(cell: Any) -> dict[str, Any]:
                         "leak_exact": leak["exact"],
                         "leak_partial": leak["partial"],
                         "unsupported": unsupported_rate(g.text, [*context, q.text]),
-                        "fact_em": factual_em(g.text, q.answer) if q.kind == "fact" else float("nan"),
+                        "fact_em": factual_em(g.text, q.answer, clinics) if q.kind == "fact" else float("nan"),
                         "mean_cg": float(np.mean(g.cg)) if g.cg else 0.0,
                         "eps_spent": g.eps_spent if math.isfinite(g.eps_spent) else -1.0,
                         "eps_pld": g.eps_pld if math.isfinite(g.eps_pld) else -1.0,
@@ -208,10 +215,10 @@ _PROFILES = profiles(
         "epsilons": [5.0],
         "max_new_tokens": 20,
     },
-    seeds=(1, 1, 4),
-    cell_seconds=(4.0, 60.0, 300.0),
+    seeds=(1, 1, 6),
+    cell_seconds=(4.0, 60.0, 120.0),
 )
-_COMMON = dict(run=run_pearl, profiles=_PROFILES, revision=1)
+_COMMON = dict(run=run_pearl, profiles=_PROFILES, revision=2)
 _PER_EPS = with_judged_metric(plot_by_epsilon, title="per epsilon (mean over answers and seeds)")
 
 CARD = PaperCard(
@@ -305,7 +312,9 @@ CARD = PaperCard(
             baselines=("uniform",),
             min_effect=0.1,
             paper_figure="'improves trustworthiness' (no number)",
-            notes=f"exact match of the clinic's name; margin 0.1 fixed a priori; {READING}; {SCALE}",
+            notes="exact match of the clinic's name (and no other clinic named); margin 0.1 fixed a priori; a clinic's "
+            "name is a rare word, seldom among the public top-32 candidates, so a DP arm of this mechanism can "
+            "rarely name it whatever its budget (the first run: no DP arm named one); " + READING + "; " + SCALE,
             **_COMMON,
         ),
         Claim(
