@@ -284,7 +284,12 @@ CARD = PaperCard(
             baselines=("uniform",),
             min_effect=0.05,
             paper_figure="'while applying DP alone significantly increases hallucination ... reducing hallucination'",
-            notes=f"unsupported-entity rate over every answer; margin 0.05 fixed a priori; {READING}; {SCALE}",
+            notes="unsupported-entity rate over every answer; margin 0.05 fixed a priori; observed in full: PEARL "
+            "emits the public greedy token at most steps (2 to 10 private tokens of 20), which keeps answers fluent "
+            "but often repeats the public model's own invented entities, so its gain over uniform DP varies by seed; "
+            + READING
+            + "; "
+            + SCALE,
             plot=_PER_EPS,
             **_COMMON,
         ),
@@ -328,7 +333,10 @@ CARD = PaperCard(
             min_effect=0.1,
             paper_figure="'CG correlates with both hallucination and exposure of PII' (no number)",
             notes="pooled over the non-private and DP arms' attack answers of one seed (CG = H(public) - H(the "
-            "distribution the arm conditions on)); 0 when leakage does not vary; margin 0.1 fixed a priori; " + SCALE,
+            "distribution the arm conditions on)); 0 when leakage does not vary; margin 0.1 fixed a priori; caveat: "
+            "with one attack question per seed in full, the correlation is over 4 answers of which only the "
+            "non-private one can leak, so it measures whether the leaking answer has the highest mean CG (the same "
+            "value, 0.77, whenever it does: a zero-width interval); " + SCALE,
             **_COMMON,
         ),
         Claim(
@@ -341,8 +349,9 @@ CARD = PaperCard(
             reference=0.0,
             min_effect=0.1,
             paper_figure="'CG correlates with both hallucination and exposure of PII' (no number)",
-            notes="pooled over every non-public answer of one seed; sign is our reading (the context-supplied, "
-            "high-CG answers are the grounded ones); margin 0.1 fixed a priori; " + SCALE,
+            notes="pooled over every non-public answer of one seed (8 answers in full); sign is our reading (the "
+            "context-supplied, high-CG answers are the grounded ones); largely a between-arm contrast (non-private "
+            "RAG: high CG, grounded; DP arms: low CG, more unsupported entities); margin 0.1 fixed a priori; " + SCALE,
             **_COMMON,
         ),
     ),
