@@ -108,7 +108,7 @@ def test_every_simulated_site_is_one_call_and_training_charges_none():
     task.simulate(7, 4)
     assert task.n_calls == 150 + 28
     inf = TFMPE(task, batch_size=50, n_iter=3, **SMALL)
-    inf.append_simulations(sims.theta_global, sims.theta_local, sims.x)
+    inf.append_simulations(sims.theta, sims.x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         inf.train(mode="lf", n_sites=4)
@@ -138,7 +138,9 @@ def test_tokenise_layout_and_flags():
     torch.testing.assert_close(post.value[:, 6], tl[:, 1, 0])
     lik = tokenise(tg, tl, x, torch.zeros_like(x), "likelihood")
     assert torch.equal(lik.target, ~post.target)
-    padded = tokenise(tg, tl, x, torch.zeros_like(x), "posterior", site_mask=torch.tensor([[1, 1, 0], [1, 1, 1]]).bool())
+    padded = tokenise(
+        tg, tl, x, torch.zeros_like(x), "posterior", site_mask=torch.tensor([[1, 1, 0], [1, 1, 1]]).bool()
+    )
     assert padded.pad[0, 11:].all() and not padded.target[0, 11:].any()
 
 
@@ -150,7 +152,7 @@ def test_attention_mask_separates_sites(sites, data):
     mask = attention_mask(site, pad)[0]
     for i, si in enumerate(sites):
         for j, sj in enumerate(sites):
-            expect = i == j or (not pad[0, j] and (si == sj or si == GLOBAL_SITE or sj == GLOBAL_SITE))
+            expect = i == j or (not pad[0, j] and (si in (sj, GLOBAL_SITE) or sj == GLOBAL_SITE))
             assert bool(mask[i, j]) == expect
 
 
@@ -277,7 +279,7 @@ def fitted():
     task = HierGaussian(m_obs=3)
     sims = task.simulate_single_sites(800, torch.Generator().manual_seed(0))
     inf = TFMPE(task, n_iter=250, random_state=0, **SMALL)
-    inf.append_simulations(sims.theta_global, sims.theta_local, sims.x)
+    inf.append_simulations(sims.theta, sims.x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         inf.train_likelihood()
@@ -287,7 +289,7 @@ def fitted():
 
 
 def test_the_learned_likelihood_matches_the_simulator(fitted):
-    task, lik, _ = fitted
+    _, lik, _ = fitted
     n = 4000
     tg = torch.full((n, 1), math.log(0.8))
     tl = torch.full((n, 1, 1), 1.0)
@@ -297,7 +299,7 @@ def test_the_learned_likelihood_matches_the_simulator(fitted):
 
 
 def test_posterior_samples_shapes_log_prob_and_global_accuracy(fitted):
-    task, _, inf = fitted
+    _, _, inf = fitted
     post = inf.build_posterior()
     x_o = torch.tensor([[0.5, 0.8, 0.3], [-1.0, -1.4, -0.6], [2.0, 1.5, 1.8]])
     q = post.set_default_x(x_o).sample((800,))
@@ -329,16 +331,18 @@ def test_bad_inputs_give_one_clear_error(fitted):
     post = inf.build_posterior()
     fresh = TFMPE(task, **SMALL)
     with pytest.raises(ValueError, match="mismatched token shapes"):
-        fresh.append_simulations(torch.zeros(10, 1), torch.zeros(9, 1), torch.zeros(10, 3))
+        fresh.append_simulations((torch.zeros(10, 1), torch.zeros(9, 1)), torch.zeros(10, 3))
     with pytest.raises(ValueError, match="mismatched token shapes"):
-        fresh.append_simulations(torch.zeros(10, 1), torch.zeros(10, 1), torch.zeros(10, 3), times=torch.zeros(10, 4))
+        fresh.append_simulations(torch.zeros(10, 2), torch.zeros(10, 3), times=torch.zeros(10, 4))
+    with pytest.raises(ValueError, match="mismatched token shapes"):
+        fresh.append_simulations(torch.zeros(10, 3), torch.zeros(10, 3))  # theta for 2 sites, x for 1
     with pytest.raises(ValueError, match="mismatched token shapes"):
         post.sample((5,), x=torch.zeros(3, 5))  # 5 observations per site, trained on 3
     with pytest.raises(ValueError, match="NaN"):
-        fresh.append_simulations(torch.full((10, 1), math.nan), torch.zeros(10, 1), torch.zeros(10, 3))
+        fresh.append_simulations(torch.full((10, 2), math.nan), torch.zeros(10, 3))
     with pytest.raises(ValueError, match="NaN"):
         post.sample((5,), x=torch.tensor([[0.0, math.nan, 1.0]]))
-    small = TFMPE(task, **SMALL).append_simulations(torch.zeros(40, 1), torch.zeros(40, 1), torch.zeros(40, 3))
+    small = TFMPE(task, **SMALL).append_simulations(torch.zeros(40, 2), torch.zeros(40, 3))
     with pytest.raises(ValueError, match="below one batch"):
         small.train()
     with pytest.raises(ValueError, match="mode"):
@@ -349,7 +353,7 @@ def test_bad_inputs_give_one_clear_error(fitted):
         TFMPE(task).build_posterior()
     sir = HierSIR(n_sites=2)
     s = sir.simulate_single_sites(100)
-    sir_inf = TFMPE(sir, n_iter=2, **SMALL).append_simulations(s.theta_global, s.theta_local, s.x, s.times)
+    sir_inf = TFMPE(sir, n_iter=2, **SMALL).append_simulations(s.theta, s.x, s.times)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         sir_inf.train(n_sites=2)
@@ -357,14 +361,14 @@ def test_bad_inputs_give_one_clear_error(fitted):
         sir_inf.build_posterior().sample((3,), x=torch.full((2, 10), 1.5), times=s.times[:2, 0])
     with pytest.raises(ValueError, match="single-site"):
         TFMPE(task, batch_size=10, **{k: v for k, v in SMALL.items()}).append_simulations(
-            torch.zeros(20, 1), torch.zeros(20, 2, 1), torch.zeros(20, 2, 3)
+            torch.zeros(20, 3), torch.zeros(20, 2, 3)
         ).train(mode="lf")
 
 
 def test_function_valued_observations_may_change_their_number_of_times():
     sir = HierSIR(n_sites=2, n_times=6)
     s = sir.simulate_single_sites(100, torch.Generator().manual_seed(0))
-    inf = TFMPE(sir, n_iter=2, **SMALL).append_simulations(s.theta_global, s.theta_local, s.x, s.times)
+    inf = TFMPE(sir, n_iter=2, **SMALL).append_simulations(s.theta, s.x, s.times)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         inf.train(n_sites=2)

@@ -4,7 +4,7 @@ Semenova, ICML 2026), trained by likelihood factorisation from single-site simul
     from icml26.probabilistic.tfmpe import TFMPE, HierGaussian
     task = HierGaussian(n_sites=5, m_obs=3)
     sims = task.simulate_single_sites(1000)                 # 1000 simulator calls (task.n_calls)
-    inf = TFMPE(task).append_simulations(sims.theta_global, sims.theta_local, sims.x)
+    inf = TFMPE(task).append_simulations(sims.theta, sims.x)
     inf.train(mode="lf", n_sites=5)                         # or mode="direct" on full S-site simulations
     post = inf.build_posterior()
     theta = post.sample((1000,), x=x_o)                     # x_o [S, m]; theta = (log sigma, mu_1..mu_S)

@@ -21,7 +21,7 @@ __all__ = ["FlatHierarchicalPrior", "fit_sbi"]
 class FlatHierarchicalPrior(Distribution):
     """p(theta_g) prod_s p(theta_s | theta_g) over flat theta = (theta_g, theta_1, ..., theta_S)."""
 
-    arg_constraints: dict = {}
+    arg_constraints: dict = {}  # noqa: RUF012 (torch's Distribution protocol)
     support = constraints.real_vector
     has_rsample = False
 
@@ -30,7 +30,7 @@ class FlatHierarchicalPrior(Distribution):
         self.generator = torch.Generator().manual_seed(seed)
         super().__init__(torch.Size(), torch.Size([task.dim_global + n_sites * task.dim_local]), validate_args=False)
 
-    def sample(self, sample_shape: torch.Size | tuple = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
         shape = torch.Size(sample_shape)
         n = shape.numel()
         tg = self.task.sample_global(n, self.generator)

@@ -105,18 +105,29 @@ class TFMPE:
     # -------------------------------------------------------------------------------------------- data
     def append_simulations(
         self,
-        theta_global: torch.Tensor,
-        theta_local: torch.Tensor,
+        theta: torch.Tensor | tuple[torch.Tensor, torch.Tensor],
         x: torch.Tensor,
         times: torch.Tensor | None = None,
     ) -> TFMPE:
-        """Add N simulations: single-site (``theta_local [N, Dl]``, ``x [N, n_obs]``) or S-site
-        (``[N, S, Dl]``, ``[N, S, n_obs]``); ``times`` are the functional inputs of x (default zeros)."""
+        """Add N simulations, sbi-style: ``theta`` flat ``[N, Dg + S * Dl]`` (globals first, then the sites' in site
+        order; ``SiteData.theta``) or the pair ``(theta_global [N, Dg], theta_local [N, S, Dl])``, and ``x``
+        ``[N, S, n_obs]`` (``[N, n_obs]`` for single sites); ``times`` are the functional inputs of x (default 0)."""
+        dg, dl = self.prior.dim_global, self.prior.dim_local
+        xs = torch.as_tensor(x, dtype=torch.float32)
+        if isinstance(theta, tuple | list):
+            theta_global, theta_local = theta
+        else:
+            flat = torch.as_tensor(theta, dtype=torch.float32)
+            n_sites = xs.shape[1] if xs.ndim == 3 else 1
+            if flat.ndim != 2 or flat.shape[1] != dg + n_sites * dl:
+                raise ValueError(
+                    f"mismatched token shapes: theta must be [N, {dg} + S * {dl}] for x with S = {n_sites} sites, "
+                    f"got {tuple(flat.shape)}"
+                )
+            theta_global, theta_local = flat[:, :dg], flat[:, dg:].reshape(len(flat), n_sites, dl)
         tg = torch.as_tensor(theta_global, dtype=torch.float32)
-        if tg.ndim != 2 or tg.shape[1] != self.prior.dim_global:
-            raise ValueError(
-                f"mismatched token shapes: theta_global must be [N, {self.prior.dim_global}], got {tuple(tg.shape)}"
-            )
+        if tg.ndim != 2 or tg.shape[1] != dg:
+            raise ValueError(f"mismatched token shapes: theta_global must be [N, {dg}], got {tuple(tg.shape)}")
         n = tg.shape[0]
         tl = _as_sites("theta_local", theta_local, n, self.prior.dim_local)
         xs = _as_sites("x", x, n, None)
@@ -333,7 +344,10 @@ class TFMPEPosterior:
 
     @torch.no_grad()
     def sample_batched(
-        self, sample_shape: tuple[int, ...] | torch.Size, x: torch.Tensor, times: torch.Tensor | None = None,
+        self,
+        sample_shape: tuple[int, ...] | torch.Size,
+        x: torch.Tensor,
+        times: torch.Tensor | None = None,
         chunk: int = 4096,
     ) -> torch.Tensor:
         """``[n, B, D]`` draws for each of B observations ``x [B, S, n_obs]`` (sbi's convention)."""
@@ -349,7 +363,9 @@ class TFMPEPosterior:
         return theta.transpose(0, 1)
 
     def sample(
-        self, sample_shape: tuple[int, ...] | torch.Size = (1,), x: torch.Tensor | None = None,
+        self,
+        sample_shape: tuple[int, ...] | torch.Size = (1,),
+        x: torch.Tensor | None = None,
         times: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``[n, Dg + S * Dl]`` draws given one observation ``x [S, n_obs]`` (or the default x)."""

@@ -240,7 +240,7 @@ class HierSIR(HierarchicalTask):
 
     def infected_curve(self, beta: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
         """I(t) on the grid 0, dt, ..., horizon for every (beta, gamma) pair (broadcast), by RK4."""
-        steps = int(round(self.horizon / self.dt))
+        steps = round(self.horizon / self.dt)
         s = torch.full_like(beta, 1.0 - self.i0)
         i = torch.full_like(beta, self.i0)
 
