@@ -9,7 +9,8 @@ Rows (ratio = ours / anchor; > 1 when ours is faster):
 
 1. TFMPE posterior mode (``train(mode="direct")``: the tokenised masked transformer, d = 32, two layers, two heads,
    MLP ratio 2: the reproduction's network) against sbi's ``FMPE`` with ``posterior_flow_nn(model="transformer",
-   hidden_features=32, num_layers=2)`` (sbi's own transformer vector field at the same width and depth: the anchor).
+   hidden_features=32, num_layers=2, num_heads=2)`` (sbi's own transformer vector field at the same width, depth
+   and heads: the anchor).
 2. The same against sbi's default ``FMPE`` (MLP vector field, 5 layers of 100): what an sbi user runs.
 
 sbi trains with its own loop (a 10% validation split evaluated every epoch, early stopping disabled by a patience
@@ -64,7 +65,9 @@ def sbi_fmpe(data, epochs: int, batch: int, model: str):
     from sbi.neural_nets import posterior_flow_nn
 
     estimator = (
-        posterior_flow_nn(model="transformer", hidden_features=32, num_layers=2) if model == "transformer" else "mlp"
+        posterior_flow_nn(model="transformer", hidden_features=32, num_layers=2, num_heads=2)
+        if model == "transformer"
+        else "mlp"
     )
     prior = FlatHierarchicalPrior(HierGaussian(n_sites=S, m_obs=M), S)
     n_train = round(data.x.shape[0] * 0.9)

@@ -277,8 +277,8 @@ def test_flat_prior_for_sbi_samples_and_scores_the_hierarchy():
 def fitted():
     torch.manual_seed(0)
     task = HierGaussian(m_obs=3)
-    sims = task.simulate_single_sites(800, torch.Generator().manual_seed(0))
-    inf = TFMPE(task, n_iter=250, random_state=0, **SMALL)
+    sims = task.simulate_single_sites(600, torch.Generator().manual_seed(0))
+    inf = TFMPE(task, n_iter=150, random_state=0, **SMALL)
     inf.append_simulations(sims.theta, sims.x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -319,7 +319,7 @@ def test_posterior_with_a_finer_ode_grid_agrees(fitted):
     state = inf.generator.get_state()
     coarse = post.sample((200,), x=x_o)
     inf.generator.set_state(state)
-    inf.ode_steps = 40
+    inf.ode_steps = 20
     fine = post.sample((200,), x=x_o)
     inf.ode_steps = SMALL["ode_steps"]
     assert (coarse - fine).abs().mean() < 0.05, "the RK4 grid of record is converged along the same noise"
