@@ -9,7 +9,7 @@ reference draws and the same budget of B simulator calls):
   site. TFMPE-LF spends B single-site calls (one likelihood fit, then one posterior fit per S from B synthetic
   S-site sets drawn from the surrogate); sbi's NPE (MAF) and FMPE (MLP vector field), sbi's defaults and early
   stopping, and TFMPE-direct (the ablation; full profile only) spend them on B // S full S-site simulations. Each
-  cell runs S in ``sites``; C1 reads the largest S. Each method is scored on ``n_obs`` = 3 observations drawn from
+  cell runs S in ``sites``; C1 reads the largest S. Each method is scored on ``n_obs`` = 2 observations drawn from
   the prior per S (fresh per S; the same for every method), averaged, as sbibm averages over its observations (one
   observation with a tiny sigma saturates every method's C2ST at 1). Metrics: C2ST against 1000 exact draws (sbi's
   random forest, 3 folds, seed of the cell) on the joint (log sigma, mu_1..S) and on log sigma alone, the
@@ -219,7 +219,7 @@ def _gaussian(budget: int, sites: list[int], n_iter: int, methods: tuple[str, ..
         "m_obs": 3,
         "n_iter": n_iter,
         "n_post": 1000,
-        "n_obs": 3,
+        "n_obs": 2,
         "methods": list(methods),
     } | extra
 
