@@ -32,7 +32,7 @@ import torch
 from icml26._core import single_torch_thread
 from icml26._core.bench import BenchRow, interleaved_medians, print_rows
 from icml26.probabilistic.tfmpe import TFMPE, ConvergenceWarning, HierGaussian
-from icml26.probabilistic.tfmpe.baselines import FlatHierarchicalPrior
+from icml26.probabilistic.tfmpe.baselines import FlatHierarchicalPrior, NullTracker
 
 NET = {"d_model": 32, "mlp_ratio": 2, "n_layers": 2, "n_heads": 2, "learning_rate": 2e-3}
 SIZES = {  # budget B, epochs, timing repeats
@@ -75,7 +75,7 @@ def sbi_fmpe(data, epochs: int, batch: int, model: str):
     def fit() -> None:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            inf = FMPE(prior=prior, vf_estimator=estimator, show_progress_bars=False)
+            inf = FMPE(prior=prior, vf_estimator=estimator, show_progress_bars=False, tracker=NullTracker())
             inf.append_simulations(data.theta, data.x.flatten(1))
             inf.train(
                 training_batch_size=batch, max_num_epochs=epochs, stop_after_epochs=10**6, show_train_summary=False

@@ -51,6 +51,27 @@ class FlatHierarchicalPrior(Distribution):
         return self.sample((2000,)).var(0)
 
 
+class NullTracker:
+    """sbi's ``Tracker`` protocol, doing nothing: sbi's default writes TensorBoard logs to ./sbi-logs."""
+
+    log_dir = None
+
+    def log_metric(self, name: str, value: float, step: int | None = None) -> None:
+        pass
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        pass
+
+    def log_params(self, params: dict) -> None:
+        pass
+
+    def add_figure(self, name: str, figure: object, step: int | None = None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
 def fit_sbi(method: str, task: HierarchicalTask, data: SiteData, seed: int = 0, **train_kwargs):
     """Train sbi's ``NPE`` or ``FMPE`` (defaults: MAF / MLP vector field) on S-site sets; returns the posterior.
 
@@ -69,7 +90,7 @@ def fit_sbi(method: str, task: HierarchicalTask, data: SiteData, seed: int = 0, 
     with torch.random.fork_rng(), warnings.catch_warnings(), quiet:
         warnings.simplefilter("ignore")
         torch.manual_seed(seed)
-        inference = cls(prior=prior, show_progress_bars=False)
+        inference = cls(prior=prior, show_progress_bars=False, tracker=NullTracker())
         inference.append_simulations(data.theta, flatten_x(data))
         inference.train(show_train_summary=False, **train_kwargs)
         return inference.build_posterior()
