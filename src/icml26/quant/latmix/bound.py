@@ -60,7 +60,7 @@ def mx_error_bound(
     k = transform.k
     if k % block_size and block_size % k:
         raise ValueError(f"transform blocks of {k} and MX blocks of {block_size} do not nest")
-    inv_norm2 = torch.linalg.matrix_norm(transform.inverse_blocks().detach().double(), ord=2) ** 2  # (n,)
+    inv_norm2 = transform.inverse_norms().double() ** 2  # (n,)
     if k >= block_size:  # each transform block holds k / block_size MX blocks
         per_transform_block = per_block.reshape(z.shape[0], transform.n_blocks, -1).sum(-1)
         return float((per_transform_block * inv_norm2).sum().sqrt())

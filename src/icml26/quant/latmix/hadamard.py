@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import torch
 
-__all__ = ["hadamard_matrix", "has_hadamard", "paley_i", "paley_ii", "sylvester"]
+__all__ = ["hadamard_factors", "hadamard_matrix", "has_hadamard", "paley_i", "paley_ii", "sylvester"]
 
 
 def sylvester(n: int) -> torch.Tensor:
@@ -74,14 +74,28 @@ def _base(m: int) -> torch.Tensor | None:
 
 
 @lru_cache(maxsize=16)
-def _hadamard(n: int) -> torch.Tensor | None:
+def _factors(n: int) -> tuple[torch.Tensor, torch.Tensor] | None:
     power = n & -n  # the largest power of two dividing n
     while power >= 1:
         core = _base(n // power)
         if core is not None:
-            return torch.kron(core, sylvester(power))
+            return core, sylvester(power)
         power //= 2
     return None
+
+
+def _hadamard(n: int) -> torch.Tensor | None:
+    factors = _factors(n)
+    return None if factors is None else torch.kron(*factors)
+
+
+def hadamard_factors(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(C, S), float32 and each normalised, with hadamard_matrix(n) == kron(C, S): x H is then computed as
+    C^T X S on x reshaped to (m, p), m + p multiply-adds per element instead of n (the Kronecker trick QuaRot's
+    online Hadamard uses)."""
+    hadamard_matrix(n)  # one clear error for unsupported orders
+    core, syl = _factors(n)
+    return (core / core.shape[0] ** 0.5).float(), (syl / syl.shape[0] ** 0.5).float()
 
 
 def has_hadamard(n: int) -> bool:

@@ -48,8 +48,8 @@ def find_sites(model: nn.Module, skip: tuple[str, ...] = ("lm_head",)) -> dict[s
 
 def fold_and_quantize(
     weight: torch.Tensor, bias: torch.Tensor | None, transform: SiteTransform | None, config: MXConfig
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """(Q(W A^{-T}), bias - b Q(W A^{-T})^T, blocks of A, b) for one consumer Linear, in fp32, detached."""
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(Q(W A^{-T}), bias - b Q(W A^{-T})^T) of one consumer Linear, in fp32, detached."""
     with torch.no_grad():
         w = weight.detach().float()
         folded = w if transform is None else transform.fold(w)
@@ -59,40 +59,31 @@ def fold_and_quantize(
         if shift is not None:
             correction = -(shift.detach() @ q.T)
             new_bias = correction if new_bias is None else new_bias + correction
-        blocks = None if transform is None else transform.blocks().detach().clone()
-        return q, new_bias, blocks, None if shift is None else shift.detach().clone()
+        return q, new_bias
 
 
 class TransformedQuantLinear(nn.Module):
     """y = (Q(x A + b) - b) Q(W A^{-T})^T + bias: an online transform, the folded MX weight, the bias correction.
 
-    ``transform`` may be shared by several layers (q/k/v). The weight is folded and quantised once (in fp32);
-    the constant -b Q(W A^{-T})^T is merged into the bias, so with quantisation off the layer equals the original
-    up to float rounding. The transform's blocks are read once, when the layer is built (it is frozen).
+    ``transform`` (frozen: its parameters no longer require grad) may be shared by several layers (q/k/v). The
+    weight is folded and quantised once, in fp32; the constant -b Q(W A^{-T})^T is merged into the bias, so with
+    quantisation off the layer equals the original up to float rounding.
     """
 
     def __init__(self, linear: nn.Linear, transform: SiteTransform | None, config: MXConfig) -> None:
         super().__init__()
         self.config = config
         self.in_features, self.out_features = linear.in_features, linear.out_features
+        if transform is not None:
+            transform.requires_grad_(False)
         self.transform = transform
-        weight, bias, blocks, shift = fold_and_quantize(linear.weight, linear.bias, transform, config)
+        weight, bias = fold_and_quantize(linear.weight, linear.bias, transform, config)
         self.weight = nn.Parameter(weight, requires_grad=False)
         self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)
-        self.register_buffer("blocks", blocks, persistent=False)
-        self.register_buffer("shift", shift, persistent=False)
-
-    def transformed(self, x: torch.Tensor) -> torch.Tensor:
-        """x A + b, the tensor the activation quantiser sees."""
-        if self.blocks is None:
-            return x
-        n, k = self.blocks.shape[0], self.blocks.shape[1]
-        y = torch.einsum("...ni,nij->...nj", x.reshape(*x.shape[:-1], n, k), self.blocks).reshape(x.shape)
-        return y if self.shift is None else y + self.shift
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         c = self.config
-        z = self.transformed(x)
+        z = x if self.transform is None else self.transform(x)  # x A + b, what the quantiser sees
         if c.activations:
             z = mx_qdq(z, c.elem, c.block_size, c.scale_mode)
         # (Q(xA + b) - b) W'^T = Q(xA + b) W'^T - b W'^T: the second term is already in the bias

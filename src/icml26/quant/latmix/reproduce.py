@@ -110,6 +110,7 @@ class _Lab:
     slots: dict[str, Any]
     sites: dict[str, list[str]]
     fp: dict[str, tuple[Any, Any]]
+    site_of: dict[str, str]
     transforms: dict[str, dict[str, Any]] = field(default_factory=dict)  # arm -> site -> SiteTransform
     states: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
     fits: dict[str, list[Any]] = field(default_factory=dict)
@@ -121,13 +122,12 @@ class _Lab:
         for name, slot in self.slots.items():
             if arm == "fp":
                 weight, bias = self.fp[name]
-                slot.weight.data, slot.blocks, slot.shift = weight, None, None
-                slot.bias = None if bias is None else bias
+                slot.weight.data, slot.bias, slot.transform = weight, bias, None
                 slot.config = _FP_CONFIG.setdefault("fp", MXConfig(weights=False, activations=False))
                 continue
-            weight, bias, blocks, shift = self.states[arm][name]
-            slot.weight.data = weight.float()
-            slot.bias, slot.blocks, slot.shift = bias, blocks, shift
+            weight, bias = self.states[arm][name]
+            slot.weight.data, slot.bias = weight.float(), bias
+            slot.transform = self.transforms[arm].get(self.site_of[name])
             slot.config = self.configs[arm]
 
 
@@ -156,7 +156,7 @@ def _lab(key: str) -> _Lab:
     model = _build_model(setting)
     sites = find_sites(model)
     calib = _calibration(setting)
-    lab = _Lab(model, {}, sites, {})
+    lab = _Lab(model, {}, sites, {}, {name: site for site, names in sites.items() for name in names})
     for arm in _arms(setting):
         config = _arm_config(arm, setting)
         lab.configs[arm] = config
@@ -178,8 +178,8 @@ def _lab(key: str) -> _Lab:
             t = lab.transforms[arm].get(site)
             for name in names:
                 lin = model.get_submodule(name)
-                w, b, blocks, shift = fold_and_quantize(lin.weight, lin.bias, t, config)
-                state[name] = (w.to(torch.bfloat16), b, blocks, shift)
+                w, b = fold_and_quantize(lin.weight, lin.bias, t, config)
+                state[name] = (w.to(torch.bfloat16) if config.weights else w, b)
                 assert torch.equal(state[name][0].float(), w), "MX values must be exact in bfloat16"
         lab.states[arm] = state
     for names in sites.values():
@@ -218,22 +218,30 @@ def _capture(lab: _Lab, ids: Any) -> tuple[float, dict[str, Any]]:
     return nll, captured
 
 
-def _site_errors(lab: _Lab, acts: dict[str, Any]) -> dict[str, float]:
+def _site_errors(lab: _Lab, acts: dict[str, Any], refs: dict[str, Any]) -> dict[str, float]:
     """Relative output error of every site under the loaded arm: sum over its consumers of ||slot(x) - x W^T||^2
-    over ||x W^T||^2, on the window's FP inputs (the same x for every arm)."""
-    import torch
-
+    over ||x W^T||^2, on the window's FP inputs (the same x and FP outputs ``refs`` for every arm)."""
     out = {}
     for site, names in lab.sites.items():
         x = acts[site]
         num = den = 0.0
         for name in names:
-            weight, bias = lab.fp[name]
-            y = torch.nn.functional.linear(x, weight, bias)
+            y = refs[name]
             num += float(((lab.slots[name](x) - y) ** 2).sum())
             den += float((y**2).sum())
         out[site] = num / max(den, 1e-30)
     return out
+
+
+def _references(lab: _Lab, acts: dict[str, Any]) -> dict[str, Any]:
+    """FP outputs x W^T + bias of every consumer on its site's captured input."""
+    import torch
+
+    return {
+        name: torch.nn.functional.linear(acts[site], *lab.fp[name])
+        for site, names in lab.sites.items()
+        for name in names
+    }
 
 
 def run_window(cell: Cell) -> dict[str, Any]:
@@ -265,6 +273,7 @@ def _run_window(cell: Cell) -> dict[str, Any]:
     ids = _window(setting, cell.seed)
     lab.set_arm("fp")
     fp_nll, acts = _capture(lab, ids)
+    refs = _references(lab, acts)
     metrics: dict[str, dict[str, float]] = {"fp": {"nll": fp_nll}}
     rows = [{"site": s} for s in lab.sites]
     bound_pairs: list[tuple[float, float]] = []
@@ -272,7 +281,7 @@ def _run_window(cell: Cell) -> dict[str, Any]:
     for arm in _arms(setting):
         lab.set_arm(arm)
         nll = _nll(lab.model, ids)
-        errors = _site_errors(lab, acts)
+        errors = _site_errors(lab, acts, refs)
         act_rel, bound_rel = [], []
         for row, site in zip(rows, lab.sites, strict=True):
             t = lab.transforms[arm].get(site)

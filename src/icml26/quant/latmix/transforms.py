@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from icml26.quant.latmix.hadamard import hadamard_matrix
+from icml26.quant.latmix.hadamard import hadamard_factors, hadamard_matrix
 
 __all__ = ["CayleyOrthogonal", "HadamardTransform", "InvertibleAffine", "SiteTransform", "check_dim"]
 
@@ -101,6 +101,10 @@ class SiteTransform(nn.Module):
     def inverse_matrix(self) -> torch.Tensor:
         return torch.block_diag(*self.inverse_blocks().detach())
 
+    def inverse_norms(self) -> torch.Tensor:
+        """||A_n^{-1}||_2 of every block (float64), what the error bound multiplies by."""
+        return torch.linalg.matrix_norm(self.inverse_blocks().detach().double(), ord=2)
+
     def cond(self) -> float:
         """The 2-norm condition number of A: the largest over its blocks (sigma_max / sigma_min, in fp64)."""
         s = torch.linalg.svdvals(self.blocks().detach().double())
@@ -121,21 +125,51 @@ class HadamardTransform(SiteTransform):
 
     def __init__(self, dim: int, block_size: int | None = None, randomized: bool = True, seed: int = 0) -> None:
         super().__init__(dim, block_size)
-        h = hadamard_matrix(self.k)
         if randomized:
             g = torch.Generator().manual_seed(seed)
-            signs = torch.randint(0, 2, (self.n_blocks, self.k, 1), generator=g).float() * 2 - 1
-            blocks = signs * h
+            signs = torch.randint(0, 2, (self.n_blocks, self.k), generator=g).float() * 2 - 1
         else:
-            blocks = h.expand(self.n_blocks, self.k, self.k).clone()
-        self.register_buffer("_blocks", blocks)
+            signs = torch.ones(self.n_blocks, self.k)
+        self.register_buffer("signs", signs)
+        core, syl = hadamard_factors(self.k)
+        self.register_buffer("core", core)
+        self.register_buffer("syl", syl)
         self.randomized = randomized
 
     def blocks(self) -> torch.Tensor:
-        return self._blocks
+        """Dense blocks D_n H (for inspection, the bound and tests; the forward uses the factors)."""
+        return self.signs[..., None] * hadamard_matrix(self.k).to(self.signs.device)
 
     def inverse_blocks(self) -> torch.Tensor:
-        return self._blocks.transpose(-1, -2)
+        return self.blocks().transpose(-1, -2)
+
+    def inverse_norms(self) -> torch.Tensor:
+        return torch.ones(self.n_blocks, dtype=torch.float64)
+
+    def _rotate(self, x: torch.Tensor) -> torch.Tensor:
+        """(x * signs) H per block through H = kron(C, S): m + p multiply-adds per element."""
+        m, p = self.core.shape[0], self.syl.shape[0]
+        xb = (x.reshape(*x.shape[:-1], self.n_blocks, self.k) * self.signs).reshape(*x.shape[:-1], self.n_blocks, m, p)
+        return torch.einsum("...nab,ac,bd->...ncd", xb, self.core, self.syl).reshape(x.shape)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"expected inputs with last dimension {self.dim}, got shape {tuple(x.shape)}")
+        return self._rotate(x)
+
+    def inverse(self, y: torch.Tensor) -> torch.Tensor:
+        m, p = self.core.shape[0], self.syl.shape[0]
+        yb = y.reshape(*y.shape[:-1], self.n_blocks, m, p)
+        back = torch.einsum("...ncd,ac,bd->...nab", yb, self.core, self.syl).reshape(
+            *y.shape[:-1], self.n_blocks, self.k
+        )
+        return (back * self.signs).reshape(y.shape)
+
+    def fold(self, weight: torch.Tensor) -> torch.Tensor:
+        """W A^{-T} = W A for an orthogonal A: the rows of W transformed like activations."""
+        if weight.ndim != 2 or weight.shape[1] != self.dim:
+            raise ValueError(f"expected a weight of shape (out, {self.dim}), got {tuple(weight.shape)}")
+        return self._rotate(weight)
 
     def cond(self) -> float:
         """1: a normalised Hadamard with sign flips is orthogonal by construction (the tests check H H^T = I)."""
@@ -162,6 +196,9 @@ class CayleyOrthogonal(SiteTransform):
 
     def inverse_blocks(self) -> torch.Tensor:
         return self.blocks().transpose(-1, -2)
+
+    def inverse_norms(self) -> torch.Tensor:
+        return torch.ones(self.n_blocks, dtype=torch.float64)  # orthogonal (to float rounding)
 
 
 class InvertibleAffine(SiteTransform):
