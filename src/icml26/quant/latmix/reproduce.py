@@ -64,38 +64,41 @@ def _arms(setting: Any) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------- model
-@lru_cache(maxsize=1)
-def _smollm2() -> tuple[Any, Any]:
+def _build_model(setting: Any) -> tuple[Any, Any]:
+    """A fresh FP model (each lab owns and rewires its own) and its tokenizer (None for the synthetic model)."""
+    if setting["source"] == "synthetic":
+        from icml26.models import tiny_llama
+
+        return tiny_llama(vocab_size=256, hidden_size=64, intermediate_size=128, max_position_embeddings=256), None
     from icml26.models import load_smollm2
 
     return load_smollm2()
 
 
-@lru_cache(maxsize=2)
-def _eval_windows(length: int) -> Any:
-    from icml26.models import shakespeare, token_windows
-
-    _, tokenizer = _smollm2()
-    return token_windows(tokenizer, shakespeare("tragedies"), length)
-
-
-def _calibration(setting: Any) -> Any:
+def _calibration(setting: Any, tokenizer: Any) -> Any:
     if setting["source"] == "synthetic":
         import torch
 
         return torch.randint(0, 256, (4, 64), generator=torch.Generator().manual_seed(12345))
     from icml26.models import shakespeare, token_windows
 
-    _, tokenizer = _smollm2()
     return token_windows(tokenizer, shakespeare("comedies", plays=(CALIB_PLAY,)), 256)
 
 
-def _window(setting: Any, seed: int) -> Any:
+def _evaluation(setting: Any, tokenizer: Any) -> Any:
+    """Every evaluation window of the setting's length (the tragedies), or None for the synthetic model."""
+    if setting["source"] == "synthetic":
+        return None
+    from icml26.models import shakespeare, token_windows
+
+    return token_windows(tokenizer, shakespeare("tragedies"), setting["window"])
+
+
+def _window(setting: Any, windows: Any, seed: int) -> Any:
     import torch
 
-    if setting["source"] == "synthetic":
+    if windows is None:
         return torch.randint(0, 256, (1, setting["window"]), generator=torch.Generator().manual_seed(seed))
-    windows = _eval_windows(setting["window"])
     stride = max(1, len(windows) // N_SPREAD)
     return windows[(seed * stride) % len(windows)][None]
 
@@ -111,6 +114,7 @@ class _Lab:
     sites: dict[str, list[str]]
     fp: dict[str, tuple[Any, Any]]
     site_of: dict[str, str]
+    windows: Any = None
     transforms: dict[str, dict[str, Any]] = field(default_factory=dict)  # arm -> site -> SiteTransform
     states: dict[str, dict[str, tuple[Any, ...]]] = field(default_factory=dict)
     fits: dict[str, list[Any]] = field(default_factory=dict)
@@ -134,15 +138,6 @@ class _Lab:
 _FP_CONFIG: dict[str, Any] = {}
 
 
-def _build_model(setting: Any) -> Any:
-    if setting["source"] == "synthetic":
-        from icml26.models import tiny_llama
-
-        return tiny_llama(vocab_size=256, hidden_size=64, intermediate_size=128, max_position_embeddings=256)
-    model, _ = _smollm2()
-    return model
-
-
 @lru_cache(maxsize=1)
 def _lab(key: str) -> _Lab:
     import json
@@ -153,10 +148,11 @@ def _lab(key: str) -> _Lab:
     from icml26.quant.latmix import MXConfig, TransformedQuantLinear, find_sites, fit_latmix, fold_and_quantize
 
     setting = json.loads(key)
-    model = _build_model(setting)
+    model, tokenizer = _build_model(setting)
     sites = find_sites(model)
-    calib = _calibration(setting)
+    calib = _calibration(setting, tokenizer)
     lab = _Lab(model, {}, sites, {}, {name: site for site, names in sites.items() for name in names})
+    lab.windows = _evaluation(setting, tokenizer)
     for arm in _arms(setting):
         config = _arm_config(arm, setting)
         lab.configs[arm] = config
@@ -270,7 +266,7 @@ def _run_window(cell: Cell) -> dict[str, Any]:
 
     setting = dict(cell.setting)
     lab = _lab(json.dumps(setting, sort_keys=True))
-    ids = _window(setting, cell.seed)
+    ids = _window(setting, lab.windows, cell.seed)
     lab.set_arm("fp")
     fp_nll, acts = _capture(lab, ids)
     refs = _references(lab, acts)
