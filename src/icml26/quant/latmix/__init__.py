@@ -22,8 +22,10 @@ Algorithm:
    where the last term is a constant folded into the bias. With quantisation off, (1) is x W^T exactly (up to
    float rounding): the model's function is unchanged (:class:`TransformedQuantLinear`).
 4. Fit. Per site, minimise the relative error of the quantised site output, ||(1) - x W^T||^2 / ||x W^T||^2, on
-   the full-precision model's calibration activations (layer-wise, every site sees FP inputs: *ours*), with
-   straight-through gradients through both quantisers and Adam (:func:`fit_latmix`). *Ours*: beta starts at
+   the full-precision model's calibration activations (layer-wise, every site sees FP inputs: *ours*), with Adam
+   and straight-through gradients through both quantisers (:func:`fit_latmix`). *Ours*: the estimator also passes
+   the gradient through each block's shared scale (LSQ-style, ``ste="scale"``): with the plain straight-through
+   estimator d(1)/db = 0 exactly (Q(z) - b passes I - I), so b could never be learned; beta starts at
    -mean(x H) / s (centred transformed activations); each step uses ``max_rows`` random rows of the stacked
    consumer weight (an unbiased loss estimate, for CPU budgets); the start is kept if it scores lower at the end;
    an optional penalty ``cond_penalty`` * mean log cond(A_n) and a hard cap ``max_cond`` on install.
