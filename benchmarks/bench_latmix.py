@@ -22,7 +22,6 @@ contenders alternated, :func:`icml26._core.bench.interleaved_medians`):
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +29,7 @@ from typing import Any
 import torch
 
 from icml26._core.bench import SIZES, BenchRow, interleaved_medians, print_rows
-from icml26.quant._common import mx_qdq
+from icml26.quant._common import mx_qdq, optional_torchao
 from icml26.quant.latmix import HadamardTransform, InvertibleAffine
 
 PAPER = "latmix"
@@ -39,14 +38,8 @@ REPEATS = {"tiny": 3, "quick": 5, "full": 7}
 
 
 def _torchao_mx() -> Any | None:
-    path = os.environ.get("ICML26_TORCHAO_PATH")
-    if path and path not in sys.path:
-        sys.path.insert(0, path)
-    try:
-        from torchao.prototype.mx_formats.mx_tensor import MXTensor
-    except ImportError:
-        return None
-    return MXTensor
+    module = optional_torchao("prototype.mx_formats.mx_tensor")
+    return None if module is None else module.MXTensor
 
 
 def microxcaling_mxfp4_qdq(x: torch.Tensor, block: int = 32) -> torch.Tensor:

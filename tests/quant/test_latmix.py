@@ -22,6 +22,7 @@ from icml26.quant._common import (
     mx_round,
     mx_scale_exponent,
     mxfp4_qdq_core,
+    optional_torchao,
     quantize_mx,
 )
 from icml26.quant.latmix import (
@@ -476,17 +477,8 @@ def test_benchmark_rows_tiny():
 
 
 def _torchao_mx():
-    import os
-    import sys
-
-    path = os.environ.get("ICML26_TORCHAO_PATH")
-    if path and path not in sys.path:
-        sys.path.insert(0, path)
-    try:
-        from torchao.prototype.mx_formats.mx_tensor import MXTensor
-    except ImportError:
-        return None
-    return MXTensor
+    module = optional_torchao("prototype.mx_formats.mx_tensor")
+    return None if module is None else module.MXTensor
 
 
 @pytest.mark.parametrize("elem", ["fp4_e2m1", "fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp6_e3m2"])

@@ -39,6 +39,7 @@ Packing: two 4-bit codes per uint8, the first element in the low nibble.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -86,6 +87,7 @@ __all__ = [
     "nvfp4_qdq",
     "nvfp4_qdq_core",
     "nvfp4_quantize",
+    "optional_torchao",
     "pack_nibbles",
     "quantize_mx",
     "raise_if_not_finite",
@@ -643,3 +645,20 @@ def quantize_mx(x: torch.Tensor, elem: str = "fp4_e2m1", block_size: int = 32, s
 def mx_dequantize(t: MXTensor) -> torch.Tensor:
     values = mx_decode(t.codes, t.elem) * e8m0_decode(t.scales)[..., None]
     return values.reshape(t.shape).to(t.dtype)
+
+
+def optional_torchao(module: str) -> Any | None:
+    """``torchao.<module>`` if torchao imports (from the environment or an aside install named by
+    ``$ICML26_TORCHAO_PATH``, which is put on sys.path), else None: the test and benchmark oracle of the quant group,
+    kept out of the environment because transformers imports torchao whenever it is installed."""
+    import importlib
+    import os
+    import sys
+
+    path = os.environ.get("ICML26_TORCHAO_PATH")
+    if path and path not in sys.path:
+        sys.path.insert(0, path)
+    try:
+        return importlib.import_module(f"torchao.{module}")
+    except ImportError:
+        return None
