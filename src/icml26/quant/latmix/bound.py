@@ -33,11 +33,16 @@ def element_error_unit(elem: str, scale_mode: str = "floor") -> float:
     return max(top_step / 2, saturation)
 
 
-def _prepare(x: torch.Tensor, transform: SiteTransform | None) -> tuple[torch.Tensor, torch.Tensor]:
+def _prepare(
+    x: torch.Tensor, transform: SiteTransform | None, fmt: str, block_size: int
+) -> tuple[str, torch.Tensor, torch.Tensor]:
+    """(element format, x as (tokens, d) fp32, T(x)), with one clear error for a width the blocks do not tile."""
     x = x.detach().float().reshape(-1, x.shape[-1])
+    if x.shape[-1] % block_size:
+        raise ValueError(f"the last dimension {x.shape[-1]} is not a multiple of the MX block size {block_size}")
     with torch.no_grad():
         z = x if transform is None else transform(x)
-    return x, z
+    return FORMATS.get(fmt, fmt), x, z
 
 
 def mx_error_bound(
@@ -48,10 +53,7 @@ def mx_error_bound(
     scale_mode: str = "floor",
 ) -> float:
     """Right-hand side of (1), square-rooted: a bound on ||(Q(T(x)) - b) A^{-1} - x||_F for inputs x (..., d)."""
-    elem = FORMATS.get(fmt, fmt)
-    x, z = _prepare(x, transform)
-    if z.shape[-1] % block_size:
-        raise ValueError(f"the last dimension {z.shape[-1]} is not a multiple of the MX block size {block_size}")
+    elem, x, z = _prepare(x, transform, fmt, block_size)
     zb = z.reshape(z.shape[0], -1, block_size)
     exponent = mx_scale_exponent(zb.abs().amax(-1), elem, scale_mode).double()
     per_block = block_size * element_error_unit(elem, scale_mode) ** 2 * torch.exp2(2 * exponent)  # (tokens, blocks)
@@ -76,8 +78,7 @@ def mx_activation_error(
     scale_mode: str = "floor",
 ) -> float:
     """The measured ||(Q(T(x)) - b) A^{-1} - x||_F (the left-hand side of (1))."""
-    elem = FORMATS.get(fmt, fmt)
-    x, z = _prepare(x, transform)
+    elem, x, z = _prepare(x, transform, fmt, block_size)
     with torch.no_grad():
         q = mx_qdq(z, elem, block_size, scale_mode)
         back = q if transform is None else transform.inverse(q)
