@@ -251,9 +251,15 @@ def run_window(cell: Cell) -> dict[str, Any]:
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
-    from scipy import stats
+    """Spearman's rank correlation (Pearson correlation of average ranks; numpy only, ties averaged)."""
+    import numpy as np
 
-    return float(stats.spearmanr(a, b).statistic)
+    def ranks(v: list[float]) -> Any:
+        _, inverse, counts = np.unique(np.asarray(v), return_inverse=True, return_counts=True)
+        end = np.cumsum(counts)
+        return ((end - counts + end - 1) / 2.0)[inverse]
+
+    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
 
 
 def _run_window(cell: Cell) -> dict[str, Any]:
