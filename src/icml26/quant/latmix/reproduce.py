@@ -554,7 +554,7 @@ CARD = PaperCard(
             notes="The bound is our reconstruction (the abstract gives no formula): a worst-case bound, so it holds "
             "always (a unit test); what is measured here is whether it ranks sites and transforms like the actual "
             "error. Minimum effect: a rank correlation of at least 0.5, fixed before any run. Quick and full "
-            "disagree (quick: rho = 0.66 pooled over the four claim arms on 64-128-token windows; full: 0.26 pooled "
+            "disagree (quick: rho = 0.69 pooled over the four claim arms on 64-token windows; full: 0.26 pooled "
             "over six arms): the pooled correlation depends on which transforms are pooled, because the bound's "
             "slack differs between transforms (it multiplies by ||A_n^-1||, above 1 for the learned affine maps, and "
             "charges every element its block's worst case). Within one transform, over the 120 sites, the full run's "
