@@ -29,6 +29,9 @@ Block formats (Open Compute Project MX v1.0; NVIDIA NVFP4):
   reproduces torchao bit for bit. Tensors with amax below 2^-100 quantise to zero (see ``TINY_AMAX``).
 - MXFP4: 32-element blocks, E8M0 scale 2^(floor(log2 amax_b) - 2) (emax of E2M1 is 2), E2M1 elements.
 - MXFP8: 32-element blocks, E8M0 scale 2^(floor(log2 amax_b) - 8), E4M3 elements.
+- Generic MX (:func:`mx_qdq`, :func:`quantize_mx`): every OCP element format (FP4 E2M1, FP6 E2M3/E3M2, FP8
+  E4M3/E5M2, INT8) with the OCP floor scale (or a ``ceil`` scale that never saturates) and an optional
+  straight-through gradient; MXFP4 through it equals :func:`mxfp4_qdq_core` bit for bit.
 
 Packing: two 4-bit codes per uint8, the first element in the low nibble.
 """
@@ -36,6 +39,7 @@ Packing: two 4-bit codes per uint8, the first element in the low nibble.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -46,8 +50,12 @@ __all__ = [
     "E4M3_MAX",
     "E4M3_SMALLEST_NORMAL",
     "E5M2_MAX",
+    "MX_ELEMENTS",
+    "MX_SCALE_MODES",
     "TINY_AMAX",
     "BlockTensor",
+    "MXElement",
+    "MXTensor",
     "block_error",
     "check_blockable",
     "check_scale_floor",
@@ -65,6 +73,13 @@ __all__ = [
     "e8m0_encode",
     "four_over_six_qdq",
     "four_over_six_qdq_core",
+    "mx_decode",
+    "mx_dequantize",
+    "mx_element",
+    "mx_encode",
+    "mx_qdq",
+    "mx_round",
+    "mx_scale_exponent",
     "mxfp4_qdq_core",
     "mxfp4_quantize",
     "mxfp8_quantize",
@@ -72,7 +87,9 @@ __all__ = [
     "nvfp4_qdq",
     "nvfp4_qdq_core",
     "nvfp4_quantize",
+    "optional_torchao",
     "pack_nibbles",
+    "quantize_mx",
     "raise_if_not_finite",
     "to_e2m2",
     "unpack_nibbles",
@@ -449,3 +466,199 @@ def dequantize(t: BlockTensor) -> torch.Tensor:
             raise ValueError(f"unknown block format {t.fmt!r}")
     out = values.reshape(*values.shape[:-1], -1, t.block) * scale[..., None]
     return out.reshape(t.shape).to(t.dtype)
+
+
+# -------------------------------------------------------------------------------- generic MX (OCP v1.0) formats
+@dataclass(frozen=True)
+class MXElement:
+    """An MX element format: sign-magnitude FP with ``mbits`` mantissa bits, smallest normal exponent ``emin``,
+    largest exponent ``emax`` and largest magnitude ``max_norm`` (no inf/NaN used: we saturate), or MXINT8
+    (``int``: two's complement with an implicit 2^-6, magnitudes up to 127 * 2^-6)."""
+
+    name: str
+    bits: int
+    mbits: int
+    emin: int
+    emax: int
+    max_norm: float
+    int: bool = False
+
+    @property
+    def bias(self) -> int:
+        return 1 - self.emin
+
+
+MX_ELEMENTS: dict[str, MXElement] = {
+    "fp4_e2m1": MXElement("fp4_e2m1", 4, 1, 0, 2, 6.0),
+    "fp6_e2m3": MXElement("fp6_e2m3", 6, 3, 0, 2, 7.5),
+    "fp6_e3m2": MXElement("fp6_e3m2", 6, 2, -2, 4, 28.0),
+    "fp8_e4m3": MXElement("fp8_e4m3", 8, 3, -6, 8, 448.0),
+    "fp8_e5m2": MXElement("fp8_e5m2", 8, 2, -14, 15, 57344.0),
+    "int8": MXElement("int8", 8, 6, 0, 0, 127 / 64, int=True),
+}
+"""The OCP MX v1.0 element formats by name (MXFP4, MXFP6 E2M3/E3M2, MXFP8 E4M3/E5M2, MXINT8)."""
+
+MX_SCALE_MODES = ("floor", "ceil")
+
+
+def mx_element(elem: str | MXElement) -> MXElement:
+    if isinstance(elem, MXElement):
+        return elem
+    if elem not in MX_ELEMENTS:
+        raise ValueError(f"unknown MX element format {elem!r}; choose one of {sorted(MX_ELEMENTS)}")
+    return MX_ELEMENTS[elem]
+
+
+def mx_round(y: torch.Tensor, elem: str | MXElement) -> torch.Tensor:
+    """y rounded onto the element grid (RNE, saturating at +-max_norm), as fp32 values.
+
+    FP: in the binade of |y| (exponent e = max(floor(log2|y|), emin)) the grid step is 2^(e - mbits) and uniform,
+    so ``torch.round`` (half to even) of |y| / step rounds to the even code at every tie; a value that rounds up
+    to the next binade lands on its first point, which is on the grid too. e and the powers of two are read and
+    built from the fp32 bit fields (no frexp/exp2: this is the hot path of calibration). INT8: steps of 2^-6.
+    """
+    f = mx_element(elem)
+    a = y.float().abs()
+    if f.int:
+        return torch.copysign((torch.round(a * 64.0) / 64.0).clamp(max=f.max_norm), y.float())
+    e = ((a.view(torch.int32) >> 23) - 127).clamp(min=f.emin, max=127 + f.mbits - 1)
+    inv_step = ((f.mbits - e + 127) << 23).view(torch.float32)  # 2^(mbits - e), exact
+    step = ((e - f.mbits + 127) << 23).view(torch.float32)  # 2^(e - mbits), exact
+    return torch.copysign((torch.round(a * inv_step) * step).clamp(max=f.max_norm), y.float())
+
+
+def mx_scale_exponent(amax: torch.Tensor, elem: str | MXElement, scale_mode: str = "floor") -> torch.Tensor:
+    """The shared E8M0 exponent of blocks with largest magnitude ``amax`` (int32, clamped to -127..127).
+
+    ``floor`` (OCP v1.0): floor(log2 amax) - emax, so the block maximum may exceed max_norm and saturate;
+    ``ceil``: the smallest power of two s with amax / s <= max_norm (no saturation, coarser steps; our option).
+    All-zero blocks get the smallest scale 2^-127 (their codes are 0 anyway; no log2 of 0 is taken).
+    """
+    f = mx_element(elem)
+    if scale_mode == "floor":
+        exponent = torch.frexp(amax)[1] - 1 - f.emax
+    elif scale_mode == "ceil":
+        m, k = torch.frexp(amax.double() / f.max_norm)  # amax / max_norm = m 2^k, m in [0.5, 1)
+        exponent = torch.where(m == 0.5, k - 1, k).to(torch.int32)
+    else:
+        raise ValueError(f"scale_mode must be one of {MX_SCALE_MODES}, got {scale_mode!r}")
+    return torch.where(amax > 0, exponent, torch.full_like(exponent, -127)).clamp(-127, 127)
+
+
+def mx_qdq(
+    x: torch.Tensor,
+    elem: str = "fp4_e2m1",
+    block_size: int = 32,
+    scale_mode: str = "floor",
+    ste: bool | str = False,
+) -> torch.Tensor:
+    """MX fake-quant of x along its last dimension: blocks of ``block_size`` share an E8M0 scale 2^e
+    (:func:`mx_scale_exponent`), elements are rounded RNE onto ``elem``'s grid and saturated.
+
+    Exactly ``mx_dequantize(quantize_mx(x, ...))`` (a test checks it) without forming codes. Keeps x's dtype.
+    Gradients (the forward value is the same in every case):
+
+    - ``ste=False``: none beyond what torch gives (rounding has zero gradient almost everywhere);
+    - ``ste=True``: the straight-through estimator, d q / d x = identity;
+    - ``ste="scale"``: identity plus the gradient through the shared scale, LSQ-style: q = s * round(x / s) with
+      s = 2^e treated as proportional to the block maximum (d s / d amax = s / amax) and d q / d s = round(x / s)
+      - x / s. Unlike the plain STE it tells a transform how moving a block maximum changes the rounding error:
+      a translation b cancelled after the quantiser, (Q(x + b) - b), gets exactly zero gradient from the plain STE.
+    """
+    f = mx_element(elem)
+    if ste not in (False, True, "scale"):
+        raise ValueError(f"ste must be False, True or 'scale', got {ste!r}")
+    check_blockable(x, block_size, finite=False)  # finiteness: read from the block maxima below (one pass less)
+    xb = x.float().reshape(*x.shape[:-1], x.shape[-1] // block_size, block_size)
+    amax = xb.detach().abs().amax(-1)
+    if not bool(torch.isfinite(amax).all()):
+        raise ValueError("the tensor contains NaN or inf; refusing to quantise it")
+    scale = torch.exp2(mx_scale_exponent(amax, f, scale_mode).float())[..., None]
+    u = xb.detach() / scale
+    r = mx_round(u, f)
+    q = r * scale
+    if ste is True:
+        q = q + (xb - xb.detach())
+    elif ste == "scale":
+        live = xb.abs().amax(-1, keepdim=True)
+        ratio = torch.where(amax[..., None] > 0, live / amax[..., None].clamp_min(1e-38), torch.ones_like(live))
+        q = q + (xb - xb.detach()) + (scale * (ratio - ratio.detach())) * (r - u)
+    return q.reshape(x.shape).to(x.dtype)
+
+
+@dataclass(frozen=True)
+class MXTensor:
+    """An MX-quantised tensor: one code per element (uint8; FP sign-magnitude bit patterns, INT8 two's
+    complement), one E8M0 scale byte per block along the last dimension."""
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    elem: str
+    block_size: int
+    shape: torch.Size
+    dtype: torch.dtype
+
+    def dequantize(self) -> torch.Tensor:
+        return mx_dequantize(self)
+
+
+def mx_encode(values: torch.Tensor, elem: str | MXElement) -> torch.Tensor:
+    """Bit patterns (uint8) of values already on ``elem``'s grid (sign bit at ``bits - 1``; INT8 two's complement).
+
+    Normal values: exponent field floor(log2|v|) + bias, mantissa (|v| / 2^e - 1) 2^mbits; subnormals (below
+    2^emin): exponent field 0, mantissa |v| / 2^emin * 2^mbits.
+    """
+    f = mx_element(elem)
+    if f.int:
+        return torch.round(values.float() * 64.0).to(torch.int8).view(torch.uint8)
+    a = values.abs().float()
+    e = torch.frexp(a)[1] - 1
+    normal = a >= 2.0**f.emin
+    field_e = torch.where(normal, e + f.bias, torch.zeros_like(e))
+    mant = torch.where(normal, a / torch.exp2(e.float()) - 1.0, a / 2.0**f.emin) * 2**f.mbits
+    mag = (field_e << f.mbits) + torch.round(mant).to(torch.int32)
+    sign = torch.signbit(values).to(torch.int32) << (f.bits - 1)
+    return (mag | sign).to(torch.uint8)
+
+
+def mx_decode(codes: torch.Tensor, elem: str | MXElement) -> torch.Tensor:
+    f = mx_element(elem)
+    if f.int:
+        return codes.view(torch.int8).float() / 64.0
+    c = codes.to(torch.int32)
+    field_e = (c >> f.mbits) & ((1 << (f.bits - 1 - f.mbits)) - 1)
+    mant = (c & ((1 << f.mbits) - 1)).float() / 2**f.mbits
+    a = torch.where(field_e > 0, (1.0 + mant) * torch.exp2((field_e - f.bias).float()), mant * 2.0**f.emin)
+    return torch.where((c >> (f.bits - 1)) & 1 == 1, -a, a)
+
+
+def quantize_mx(x: torch.Tensor, elem: str = "fp4_e2m1", block_size: int = 32, scale_mode: str = "floor") -> MXTensor:
+    """MX quantisation with codes: E8M0 scale bytes per block and one element code per value (see :func:`mx_qdq`)."""
+    f = mx_element(elem)
+    check_blockable(x, block_size)
+    xb = _blocks(x, block_size)
+    exponent = mx_scale_exponent(xb.abs().amax(-1), f, scale_mode)
+    values = mx_round(xb / torch.exp2(exponent.float())[..., None], f)
+    return MXTensor(mx_encode(values, f), e8m0_encode(exponent), f.name, block_size, x.shape, x.dtype)
+
+
+def mx_dequantize(t: MXTensor) -> torch.Tensor:
+    values = mx_decode(t.codes, t.elem) * e8m0_decode(t.scales)[..., None]
+    return values.reshape(t.shape).to(t.dtype)
+
+
+def optional_torchao(module: str) -> Any | None:
+    """``torchao.<module>`` if torchao imports (from the environment or an aside install named by
+    ``$ICML26_TORCHAO_PATH``, which is put on sys.path), else None: the test and benchmark oracle of the quant group,
+    kept out of the environment because transformers imports torchao whenever it is installed."""
+    import importlib
+    import os
+    import sys
+
+    path = os.environ.get("ICML26_TORCHAO_PATH")
+    if path and path not in sys.path:
+        sys.path.insert(0, path)
+    try:
+        return importlib.import_module(f"torchao.{module}")
+    except ImportError:
+        return None
