@@ -203,6 +203,15 @@ def plot_calibration(card: dict[str, Any], records: list[dict[str, Any]], ax: An
             label=f"seed {r['spec']['seed']}: sqrt(n) KS TARP {m['tarp_ks']:.2f}, SBC gamma {m['sbc_ks_global']:.2f}",
         )
     ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="calibrated")
+    _ks_band(ax, n)
+    ax.set_xlabel("credibility level alpha")
+    _finish(ax, "TARP expected coverage probability")
+
+
+def _ks_band(ax: Any, n: int) -> None:
+    """The KS 95% band around the diagonal for n observations, on the unit square."""
+    import numpy as np
+
     if n:
         band = KS_CRITICAL_95 / np.sqrt(n)
         ax.fill_between(
@@ -214,8 +223,6 @@ def plot_calibration(card: dict[str, Any], records: list[dict[str, Any]], ax: An
         )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("credibility level alpha")
-    _finish(ax, "TARP expected coverage probability")
 
 
 def plot_sbc(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
@@ -238,17 +245,7 @@ def plot_sbc(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> No
             label=f"seed {r['spec']['seed']}: sqrt(n) KS = {ks:.2f}",
         )
     ax.plot([0, 1], [0, 1], "k--", lw=0.8, label="uniform ranks (calibrated)")
-    if n:
-        band = KS_CRITICAL_95 / np.sqrt(n)
-        ax.fill_between(
-            [0, 1],
-            [-band, 1 - band],
-            [band, 1 + band],
-            color="0.85",
-            label=f"KS 95% band (margin sqrt(n) KS < {KS_CRITICAL_95}), n = {n}",
-        )
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    _ks_band(ax, n)
     ax.set_xlabel("normalised SBC rank of log gamma (global)")
     _finish(ax, "empirical CDF over test observations")
 
