@@ -336,3 +336,18 @@ def test_nonprivate_and_public_arms(tiny, corpus):
     assert math.isinf(nonprivate.eps_spent) and public.eps_spent == 0.0
     assert public.cg == [0.0] * len(public.cg)  # the public stream against itself
     assert nonprivate.documents and not public.documents
+
+
+def test_exp_topk_distribution_refuses_mismatched_vocabularies_and_nan():
+    """Review: a partition over another vocabulary, or a NaN probability, gave silently wrong probabilities."""
+    from icml26.llm.pearl.mechanism import exp_topk_distribution
+
+    p_pub = np.full(8, 1 / 8)
+    with pytest.raises(ValueError, match="same vocabulary"):
+        exp_topk_distribution(p_pub, np.full((2, 9), 1 / 9), 1.0, 4)
+    bad = np.full((2, 8), 1 / 8)
+    bad[1, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        exp_topk_distribution(p_pub, bad, 1.0, 4)
+    cand, q = exp_topk_distribution(p_pub, np.full((2, 8), 1 / 8), 1.0, 4)
+    assert len(cand) == 4 and np.isclose(q.sum(), 1.0)

@@ -70,11 +70,18 @@ def exp_topk_distribution(
     ``p_pub``: (V,) public next-token probabilities; ``p_parts``: (m, V) one distribution per partition.
     """
     p_parts = np.atleast_2d(np.asarray(p_parts, dtype=float))
+    p_pub = np.asarray(p_pub, dtype=float)
     m = p_parts.shape[0]
     if not np.isfinite(epsilon) or epsilon < 0:
         raise ValueError(f"epsilon must be finite and >= 0, got {epsilon}")
+    if p_pub.ndim != 1 or p_parts.ndim != 2 or p_parts.shape[1] != p_pub.shape[0]:
+        raise ValueError(
+            f"p_pub must be (V,) and p_parts (m, V) over the same vocabulary, got {p_pub.shape} and {p_parts.shape}"
+        )
+    if not (np.isfinite(p_pub).all() and np.isfinite(p_parts).all()):
+        raise ValueError("next-token probabilities contain NaN or infinite values")
     cand = public_candidates(p_pub, topk)
-    base = np.asarray(p_pub, dtype=float)[cand]
+    base = p_pub[cand]
     base = base / base.sum()
     utility = p_parts[:, cand].mean(axis=0)  # sensitivity 1/m
     logits = np.log(np.maximum(base, 1e-300)) + epsilon * m * utility / 2.0

@@ -6,7 +6,8 @@ A quarter of the prompts (seeded) is the calibration split: the band, beta and k
 (``FatigueConfig.calibrate``) and frozen; every metric is computed on the other prompts' traces only. Every score
 (FI calibrated, FI with the paper's constants, each single signal, mean negative log-probability, a logistic
 regression on the three signals fitted on the calibration split, repetition so far) reads the same traces, so
-every comparison is paired.
+every comparison is paired. C1 judges the pooled AUROC; C1fam (added after the first full run, same margin) the
+mean AUROC inside each task family, because the pooled labels are confounded with the family.
 
 C3 cells (one per seed): needle recall, greedy, on the same needles and filler in five arms (short context, long
 context with the needle at the front / middle / end, long-middle with NVFP4 fake-quantised weights); the judged
