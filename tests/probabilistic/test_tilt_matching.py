@@ -373,3 +373,15 @@ def test_benchmark_tiny_size_runs():
         warnings.simplefilter("ignore")
         rows = mod.rows("tiny")
     assert rows and all(r.ours > 0 and r.anchor > 0 for r in rows)
+
+
+def test_effective_sample_size_refuses_nan_and_empty_weights():
+    """Review: NaN rewards gave an ESS of NaN, and the step search then returned h = 0 silently."""
+    from icml26.probabilistic.tilt_matching import effective_sample_size
+
+    assert effective_sample_size(torch.zeros(10)) == pytest.approx(1.0)
+    assert effective_sample_size(torch.tensor([0.0, float("-inf")])) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="NaN"):
+        effective_sample_size(torch.tensor([0.0, float("nan")]))
+    with pytest.raises(ValueError, match="non-empty"):
+        effective_sample_size(torch.tensor([]))

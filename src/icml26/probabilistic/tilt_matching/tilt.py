@@ -30,8 +30,13 @@ class TiltDivergenceWarning(RuntimeWarning):
 
 
 def effective_sample_size(log_w: torch.Tensor) -> float:
-    """Kish's ESS of unnormalised log-weights as a fraction of their number: (sum w)^2 / (n sum w^2)."""
-    log_w = log_w.to(torch.float64)
+    """Kish's ESS of unnormalised log-weights as a fraction of their number: (sum w)^2 / (n sum w^2).
+
+    -inf is a zero weight; NaN (a reward that failed) or no weights at all is an error, not an ESS of NaN (which would
+    make the step search return h = 0 without a word)."""
+    log_w = torch.as_tensor(log_w).to(torch.float64)
+    if log_w.numel() == 0 or bool(torch.isnan(log_w).any()):
+        raise ValueError(f"log-weights must be a non-empty tensor without NaN, got {log_w.numel()} values")
     return float(torch.exp(2 * torch.logsumexp(log_w, 0) - torch.logsumexp(2 * log_w, 0)) / log_w.numel())
 
 
