@@ -332,3 +332,17 @@ def test_benchmark_tiny_size_runs():
     spec.loader.exec_module(bench)
     rows = bench.rows("tiny")
     assert rows and all(r.ours > 0 and r.anchor > 0 for r in rows)
+
+
+def test_image_metrics_take_numpy_and_refuse_nan():
+    """Review: numpy images raised AttributeError from inside, NaN images gave a NaN PSNR without a word."""
+    from icml26.probabilistic.msflow import psnr, ssim
+
+    x = torch.rand(2, 1, 8, 8)
+    y = x + 0.01
+    np.testing.assert_allclose(psnr(x.numpy(), y.numpy()), psnr(x, y))
+    np.testing.assert_allclose(psnr(x, y), 10 * np.log10(4 / 1e-4), rtol=1e-6)
+    np.testing.assert_allclose(ssim(x.numpy(), y.numpy()), ssim(x, y))
+    for metric in (psnr, ssim):
+        with pytest.raises(ValueError, match="NaN"):
+            metric(x * float("nan"), y)
