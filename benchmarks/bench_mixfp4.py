@@ -24,7 +24,6 @@ to E2M1, its nibble packing, a table decode), and the rows say so.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from typing import Any
 import torch
 
 from icml26._core.bench import SIZES, BenchRow, interleaved_medians, print_rows
-from icml26.quant._common import E2M1_VALUES, dequantize, e4m3_decode, e4m3_encode, nvfp4_quantize
+from icml26.quant._common import E2M1_VALUES, dequantize, e4m3_decode, e4m3_encode, nvfp4_quantize, optional_torchao
 from icml26.quant.mixfp4 import NVFP4Config, compiled, mixfp4_qdq, quantize_mixfp4
 
 SHAPES = {"tiny": (256, 256), "quick": (1024, 1024), "full": (4096, 4096)}
@@ -44,14 +43,7 @@ PAPER = "mixfp4"
 # ------------------------------------------------------------------------------------------------ the anchor
 def _torchao() -> Any | None:
     """torchao's NVFP4 module if it is importable (from the environment or ``$ICML26_TORCHAO_PATH``), else None."""
-    path = os.environ.get("ICML26_TORCHAO_PATH")
-    if path and path not in sys.path:
-        sys.path.insert(0, path)
-    try:
-        from torchao.prototype.mx_formats import nvfp4_tensor
-    except ImportError:
-        return None
-    return nvfp4_tensor
+    return optional_torchao("prototype.mx_formats.nvfp4_tensor")
 
 
 def _f32_to_e2m1_bits(y: torch.Tensor) -> torch.Tensor:
