@@ -13,6 +13,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,3 +221,26 @@ def test_group_sigint_stops_ray_cleanly(tmp_path, when):
     assert "INTERRUPTED" in out
     left = _wait_gone(proc.pid, 20)
     assert left == [], f"Ray processes left running: {left}"
+
+
+_WORKER_STATE: dict[str, Any] = {}
+
+
+def _cache_once_per_worker(grow_mb: int) -> tuple[int, bool]:
+    """A cell that, on its worker's second task, caches ``grow_mb`` MB (written, so resident) and waits past
+    loky's 1 s leak-check delay; it reports its worker and whether the cache is still there."""
+    tasks = _WORKER_STATE["tasks"] = _WORKER_STATE.get("tasks", 0) + 1
+    if tasks == 2:
+        _WORKER_STATE["cache"] = b"\x01" * (grow_mb << 20)
+    time.sleep(1.1)
+    return os.getpid(), "cache" in _WORKER_STATE
+
+
+def test_process_workers_keep_what_cells_cache():
+    """loky replaces a worker whose memory grew 300 MB after its first task (a leak guard); a paper's per-worker
+    cache (a converted model) grows it on purpose, and a replaced worker loses it. Two workers, eight cells: the
+    same two processes run them all, and the cache survives."""
+    results = list(get_executor("process", 2).map_unordered(_cache_once_per_worker, [(400,)] * 8))
+    pids = {pid for pid, _ in results}
+    assert len(pids) == 2, f"a worker was replaced: {len(pids)} processes ran 8 cells"
+    assert sum(cached for _, cached in results) >= 4  # from its second task on, each worker holds the cache

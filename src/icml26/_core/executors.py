@@ -7,7 +7,9 @@ spec, so every executor gives identical results; only the order of completion di
 - ``serial``: in this process, in order. The default, and what tests use. ``workers`` has no effect (a notice
   says so).
 - ``process``: joblib's loky backend; each worker is limited to one BLAS/OpenMP thread (and so one torch thread:
-  torch reads ``OMP_NUM_THREADS`` when a worker imports it), so N workers use N cores.
+  torch reads ``OMP_NUM_THREADS`` when a worker imports it), so N workers use N cores. Workers keep what cells
+  cache on purpose (a converted model, fitted transforms): loky's leak guard, which restarts a worker whose memory
+  grew 300 MB beyond its size after its first task, is switched off in our workers (see :class:`_KeepWorkerCaches`).
 - ``ray``: attaches to ``RAY_ADDRESS`` when it is set (``auto`` on a node of a cluster, or ``ray://head:10001``
   through the Ray client, which needs ``pip install 'icml26[ray]'``; ``icml26`` must be installed on the nodes),
   and then runs at most ``workers`` cells at once when ``workers`` is given. A cluster with Ray's token
@@ -75,6 +77,30 @@ class SerialExecutor:
             yield fn(*args)
 
 
+class _KeepWorkerCaches:
+    """Runs ``fn`` in a loky worker with loky's leak guard switched off (once per worker).
+
+    After a worker's first task loky measures its memory; when a later check finds it 300 MB larger, it takes the
+    growth for a leak and replaces the worker. Our cells grow workers on purpose: a paper caches its expensive
+    set-up per worker (SmolLM2 and its fitted transforms are ~0.5 GB), and in the main job a worker's first cell
+    is usually another paper's, so every such cell was followed by a restart that dropped the cache (each LATMiX
+    quick cell refitted its transforms: 30 s instead of 5 s). The guard's limit is a module constant of loky's
+    worker loop (private; if it moves, this does nothing and only the speed is lost).
+    """
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            from joblib.externals.loky import process_executor
+        except ImportError:  # pragma: no cover - joblib without its vendored loky
+            pass
+        else:
+            process_executor._MAX_MEMORY_LEAK_SIZE = 1 << 62
+        return self.fn(*args)
+
+
 class ProcessExecutor:
     name = "process"
 
@@ -91,7 +117,8 @@ class ProcessExecutor:
 
         with parallel_config(backend="loky", inner_max_num_threads=1):
             parallel = Parallel(n_jobs=min(self.workers, len(items)), return_as="generator_unordered")
-            yield from parallel(delayed(fn)(*args) for args in items)
+            keep = _KeepWorkerCaches(fn)
+            yield from parallel(delayed(keep)(*args) for args in items)
 
 
 @contextlib.contextmanager
