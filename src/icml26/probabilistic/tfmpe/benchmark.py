@@ -26,13 +26,13 @@ __all__ = ["gaussian_run", "sir_calibration"]
 SBI_METHODS = ("npe", "fmpe")
 
 
-def _scores(q: torch.Tensor, ref: torch.Tensor, seed: int) -> dict[str, float]:
+def _scores(q: torch.Tensor, ref: torch.Tensor, seed: int, n_folds: int = 3) -> dict[str, float]:
     """Scores of draws q against the exact reference: C2ST (joint and theta_g alone), the posterior-mean error in
     reference sds (mean over dimensions) and that of log sigma."""
     mean_err = ((q.mean(0) - ref.mean(0)).abs() / ref.std(0)).mean()
     return {
-        "c2st": c2st(q, ref, seed),
-        "c2st_global": c2st(q[:, :1], ref[:, :1], seed),
+        "c2st": c2st(q, ref, seed, n_folds),
+        "c2st_global": c2st(q[:, :1], ref[:, :1], seed, n_folds),
         "mean_error": float(mean_err),
         "sigma_error": float((q[:, 0].mean() - ref[:, 0].mean()).abs() / ref[:, 0].std()),
     }
@@ -42,9 +42,9 @@ def _tfmpe(task, net: dict[str, Any], seed: int, batch_size: int = 100) -> TFMPE
     return TFMPE(task, random_state=seed, batch_size=batch_size, **net)
 
 
-def _judge(sample, xs, refs, seed: int, seconds_before: float, start: float) -> dict[str, float]:
+def _judge(sample, xs, refs, score, seconds_before: float, start: float) -> dict[str, float]:
     """Mean scores of ``sample(x_o)`` over the observations, and the CPU seconds since ``start`` (plus before)."""
-    rows = [_scores(sample(x_o), ref, seed) for x_o, ref in zip(xs, refs, strict=True)]
+    rows = [score(sample(x_o), ref) for x_o, ref in zip(xs, refs, strict=True)]
     mean = {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
     return mean | {"seconds": seconds_before + time.process_time() - start}
 
@@ -70,12 +70,15 @@ def gaussian_run(
     n_obs: int = 3,
     methods: tuple[str, ...] = ("tfmpe_lf", "npe", "fmpe"),
     sbi_train: dict[str, Any] | None = None,
+    c2st_folds: int = 3,
 ) -> dict[str, Any]:
     """Every method at budget B for each S in ``sites``, scored on ``n_obs`` observations drawn from the prior
     (scores averaged over them, as sbibm averages over its observations); returns {S: {method: scores}}.
 
     ``sbi_train`` is passed to sbi's ``train`` (default: sbi's own defaults, early stopping included). Seconds are
-    CPU seconds of the fit and the sampling (one thread), not wall time."""
+    CPU seconds of the fit and the sampling (one thread), not wall time. ``c2st_folds``: the C2ST's cross-validation
+    folds (fewer: cheaper, a slightly weaker classifier for every method alike)."""
+    score = partial(_scores, seed=seed, n_folds=c2st_folds)
     gen = torch.Generator().manual_seed(seed)
     obs_task = HierGaussian(m_obs=m_obs)  # observations and references are not part of any budget
     lf_task = HierGaussian(m_obs=m_obs)
@@ -96,6 +99,7 @@ def gaussian_run(
             torch.cat([check.theta_global, check.theta_local[:, 0], x_sur[:, 0]], 1),
             torch.cat([check.theta_global, check.theta_local[:, 0], check.x[:, 0]], 1),
             seed,
+            c2st_folds,
         )
         for n_sites in sites:
             xs = obs_task.simulate(n_obs, n_sites, gen).x
@@ -108,7 +112,7 @@ def gaussian_run(
                 inf.train_posterior(n_sites, n_iter)
                 post = inf.build_posterior()
                 sample = partial(_draw, post, n_post)
-                scores["tfmpe_lf"] = _judge(sample, xs, refs, seed, lik_seconds, start)
+                scores["tfmpe_lf"] = _judge(sample, xs, refs, score, lik_seconds, start)
                 scores["tfmpe_lf"]["surrogate_c2st"] = surrogate
             full_task = HierGaussian(m_obs=m_obs)
             full = full_task.simulate(budget // n_sites, n_sites, gen)  # NPE, FMPE, direct: B // S full sets
@@ -119,14 +123,14 @@ def gaussian_run(
                     sbi_post = fit_sbi(method, full_task, full, seed, **(sbi_train or {}))
 
                     sample = partial(_draw_sbi, sbi_post, n_post, seed)
-                    scores[method] = _judge(sample, xs, refs, seed, 0.0, start)
+                    scores[method] = _judge(sample, xs, refs, score, 0.0, start)
             if "tfmpe_direct" in methods:
                 start = time.process_time()
                 direct = _tfmpe(full_task, net, seed, batch_size=min(100, full.x.shape[0]))
                 direct.append_simulations(full.theta, full.x)
                 direct.train(mode="direct", n_iter=n_iter)
                 sample = partial(_draw, direct.build_posterior(), n_post)
-                scores["tfmpe_direct"] = _judge(sample, xs, refs, seed, 0.0, start)
+                scores["tfmpe_direct"] = _judge(sample, xs, refs, score, 0.0, start)
             out[n_sites] = scores
     return {"scores": out, "calls": calls}
 
