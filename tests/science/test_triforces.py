@@ -328,9 +328,16 @@ def test_embeddings_are_invariant_to_rotation_and_permutation():
     turned.set_cell(atoms.cell.array @ rot.T, scale_atoms=False)
     turned.positions = atoms.positions @ rot.T
     perm = np.random.default_rng(0).permutation(len(atoms))
-    e = embed(enc, [from_ase(a, CUTOFF) for a in (atoms, turned, atoms[perm])])
-    np.testing.assert_allclose(e[1], e[0], atol=1e-4)
-    np.testing.assert_allclose(e[2], e[0], atol=1e-4)
+    structures = [from_ase(a, CUTOFF) for a in (atoms, turned, atoms[perm])]
+    for features, dim in (("graph", TINY["out_dim"]), ("pooled", enc.dim)):
+        e = embed(enc, structures, features=features)
+        assert e.shape == (3, dim)
+        np.testing.assert_allclose(e[1], e[0], atol=1e-4)
+        np.testing.assert_allclose(e[2], e[0], atol=1e-4)
+    with pytest.raises(ValueError, match="features"):
+        embed(enc, structures, features="node")
+    with pytest.raises(ValueError, match="at least one"):
+        embed(enc, [])
 
 
 # ------------------------------------------------------------------------------------------------- calculator
@@ -399,11 +406,15 @@ def test_generated_alloys_are_labelled_target_cells_and_an_unlabelled_pool():
 def test_qm9_molecules_load_without_importing_qm9pack():
     if importlib.util.find_spec("qm9pack") is None:
         pytest.skip("qm9pack not installed")
-    from icml26.science.triforces.data import qm9_molecules
+    from icml26.science.triforces.data import qm9_gap, qm9_molecules
 
     mols = qm9_molecules(3, CUTOFF)
-    assert [m.n_atoms for m in mols][:1] == [5] and set(mols[0].z.tolist()) == {6, 1}  # methane first
+    assert mols[0].n_atoms == 5 and set(mols[0].z.tolist()) == {6, 1} and not any(mols[0].pbc)  # methane first
     assert mols[0].energy == pytest.approx(-40.47893 * 27.211386245988)
+    d_ch = np.linalg.norm(mols[0].pos[1:] - mols[0].pos[0], axis=1)
+    np.testing.assert_allclose(d_ch, 1.0919, atol=2e-3)  # C-H bond length of methane (B3LYP)
+    gap = qm9_gap(3)
+    assert gap.shape == (3,) and np.all((gap > 5) & (gap < 20))  # eV
 
 
 # -------------------------------------------------------------------------------------------------- benchmark

@@ -83,23 +83,38 @@ def qm9_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
-def qm9_molecules(n: int, cutoff: float = 4.5) -> list[Structure]:
-    """The first ``n`` QM9 molecules (B3LYP geometries, no PBC) with their internal energy at 0 K (eV), read from
-    qm9pack's CSVs with pandas; no forces (QM9 has none). CC-BY 4.0."""
+@functools.lru_cache(maxsize=4)
+def _qm9_frame(n: int) -> Any:
     import pandas as pd
-    from ase.data import atomic_numbers
 
-    files = sorted(qm9_folder().glob("*.csv*"))
+    files = sorted(qm9_folder().glob("qm9_part*.csv"))
     if not files:
         raise FileNotFoundError(f"no QM9 CSV under {qm9_folder()}")
-    df = pd.read_csv(files[0], nrows=n)
-    hartree = 27.211386245988
+    return pd.read_csv(files[0], nrows=n, usecols=["Elements", "XYZ_Ang", "InternalEnergy_0K_au", "HOMO_LUMO_gap_au"])
+
+
+HARTREE_EV = 27.211386245988
+
+
+@functools.lru_cache(maxsize=4)
+def qm9_molecules(n: int, cutoff: float = 4.5) -> tuple[Structure, ...]:
+    """The first ``n`` QM9 molecules (B3LYP geometries, no PBC) with their internal energy at 0 K (eV), read from
+    qm9pack's CSVs with pandas; no forces (QM9 has none). CC-BY 4.0."""
+    from ase.data import atomic_numbers
+
     out = []
-    for elements, xyz, u0 in zip(df["Elements"], df["XYZ_Ang"], df["InternalEnergy_0K_au"], strict=True):
+    for elements, xyz, u0 in zip(
+        *(_qm9_frame(n)[c] for c in ("Elements", "XYZ_Ang", "InternalEnergy_0K_au")), strict=True
+    ):
         z = [atomic_numbers[e] for e in _parse_list(elements)]
         pos = np.asarray(_parse_list(xyz), dtype=float).reshape(len(z), 3)
-        out.append(make_structure(z, pos, None, False, cutoff, energy=float(u0) * hartree))
-    return out
+        out.append(make_structure(z, pos, None, False, cutoff, energy=float(u0) * HARTREE_EV))
+    return tuple(out)
+
+
+def qm9_gap(n: int) -> np.ndarray:
+    """HOMO-LUMO gaps (eV) of the first ``n`` QM9 molecules, aligned with :func:`qm9_molecules`."""
+    return _qm9_frame(n)["HOMO_LUMO_gap_au"].to_numpy(dtype=float) * HARTREE_EV
 
 
 def _parse_list(text: Any) -> list[Any]:

@@ -9,18 +9,25 @@ import torch
 
 from icml26.science.triforces.graph import AtomsBatch, Structure
 from icml26.science.triforces.model import TriForces
+from icml26.science.triforces.streams import scatter_mean
 
 
 @torch.no_grad()
-def embed(encoder: TriForces, structures: Sequence[Structure], batch_size: int = 64) -> np.ndarray:
-    """Graph embeddings (B, out_dim) of structures, in eval mode and without gradients."""
+def embed(
+    encoder: TriForces, structures: Sequence[Structure], batch_size: int = 64, features: str = "graph"
+) -> np.ndarray:
+    """Embeddings of structures in eval mode, without gradients: ``"graph"`` the projected graph embedding g
+    (B, out_dim; retrieval, LeJEPA) or ``"pooled"`` the mean-pooled fused atom features (B, dim; linear probes)."""
+    if features not in ("graph", "pooled"):
+        raise ValueError(f"features must be 'graph' or 'pooled', got {features!r}")
     if not structures:
         raise ValueError("embed needs at least one structure")
     encoder.eval()
-    chunks = [
-        encoder(AtomsBatch.collate(list(structures[k : k + batch_size]))).graph
-        for k in range(0, len(structures), batch_size)
-    ]
+    chunks = []
+    for k in range(0, len(structures), batch_size):
+        batch = AtomsBatch.collate(list(structures[k : k + batch_size]))
+        out = encoder(batch)
+        chunks.append(out.graph if features == "graph" else scatter_mean(out.node, batch.batch, batch.n_structures))
     return torch.cat(chunks).double().numpy()
 
 
