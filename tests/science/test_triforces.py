@@ -18,6 +18,7 @@ from icml26.science.triforces import (
     AtomsBatch,
     CompositionStream,
     EnergyForceModel,
+    PaiNN,
     SchNet,
     StructureError,
     StructureStream,
@@ -338,6 +339,31 @@ def test_embeddings_are_invariant_to_rotation_and_permutation():
         embed(enc, structures, features="node")
     with pytest.raises(ValueError, match="at least one"):
         embed(enc, [])
+
+
+# ------------------------------------------------------------------------------------------------------ PaiNN
+@pytest.mark.parametrize("seed", [0, 1])
+def test_painn_backbone_in_triforces_is_invariant_equivariant_and_conservative(seed):
+    """The framework is model-agnostic: the same streams around PaiNN (vector features inside, scalars out)."""
+    torch.manual_seed(seed)
+    enc = TriForces(PaiNN(16, 2, 8, CUTOFF), 16, comp_dim=16, struct_dim=16, n_radial=4, out_dim=8)
+    model = EnergyForceModel(enc).double()
+    model.refs.zero_()
+    atoms = _alloy(seed + 20)
+    e, f = _energy_forces(model, atoms)
+    rot = _rotation(seed + 5)
+    turned = atoms.copy()
+    turned.set_cell(atoms.cell.array @ rot.T, scale_atoms=False)
+    turned.positions = atoms.positions @ rot.T + 1.7
+    e2, f2 = _energy_forces(model, turned)
+    assert e2 == pytest.approx(e, abs=1e-9)
+    np.testing.assert_allclose(f2, f @ rot.T, atol=1e-9)
+    h = 1e-5
+    plus, minus = atoms.copy(), atoms.copy()
+    plus.positions[2, 1] += h
+    minus.positions[2, 1] -= h
+    fd = -(_energy_forces(model, plus)[0] - _energy_forces(model, minus)[0]) / (2 * h)
+    assert fd == pytest.approx(f[2, 1], rel=1e-5, abs=1e-7)
 
 
 # ------------------------------------------------------------------------------------------------- calculator
