@@ -30,14 +30,14 @@ The method, step by step (``streams``, ``model`` and ``ssl`` have the details):
    energies and forces.
 8. Retrieval: cosine kNN on g (Recall@k, MRR).
 
-Our readings, where the abstract leaves the method open: SchNet as the backbone of every claim, PaiNN (``PaiNN``)
-as a second, tested backbone that the claims do not run (eSEN, MACE and Orb are not built); the structure
-stream at l_max = 2 with one Bessel scale (the official config: l_max = 4, three scales); 2 composition blocks of width 64 and 4 heads by default (official: 4 blocks, d = 256, 8 heads); SSL
-weights w_dn = 10, w_el = 1, w_jepa = 0.1 (the official MACE weights) with noise sigma ~ U(0.02, 0.1) Å and
-10-30 % masking; no random rotation of views (every stream here is exactly rotation invariant); the composition
-stream reads raw counts, so unlike the other two streams it is not size-extensive (a doubled cell is not twice the
-energy). The abstract's baselines are not named: we compare with the same backbone trained from scratch on the same
-labels, with the same element references.
+Our readings, where the abstract leaves the method open: SchNet as the backbone of every claim, PaiNN (``PaiNN``) as
+a second, tested backbone that the claims do not run (eSEN, MACE and Orb are not built); the structure stream at
+l_max = 2 with one Bessel scale (the official config: l_max = 4, three scales); 2 composition blocks of width 64 and
+4 heads by default (official: 4 blocks, d = 256, 8 heads); SSL weights w_dn = 10, w_el = 1, w_jepa = 0.1 (the
+official MACE weights) with noise sigma ~ U(0.02, 0.1) Å and 10-30 % masking; no random rotation of views (every
+stream here is exactly rotation invariant); the composition stream reads raw counts, so unlike the other two streams
+it is not size-extensive (a doubled cell is not twice the energy). The abstract's baselines are not named: we
+compare with the same backbone trained from scratch on the same labels, with the same element references.
 
 Data substitutes (MatBench, OMat24 and LeMat-Bulk are not available offline): ASE's EMT fcc alloys
 (``data.target_alloys``, ``data.unlabelled_pool``); QM9 molecules from qm9pack's CSVs (``data.qm9_molecules``).
