@@ -190,11 +190,11 @@ def _ok(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _finish(ax: Any, ylabel: str) -> None:
-    """Label, put the legend under the axes (never over data), and render at >= 150 dpi."""
+    """Label, legend outside the data (the house helper), and render at >= 150 dpi."""
+    from icml26._core.plots import legend_outside
+
     ax.set_ylabel(ylabel, fontsize=8)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    w, h = ax.figure.get_size_inches()
-    ax.figure.set_size_inches(max(w, 6.4), max(h, 5.4))
+    legend_outside(ax)
     ax.figure.set_dpi(max(150, ax.figure.get_dpi()))
 
 
@@ -299,6 +299,23 @@ _PROBE = dict(
     plot=plot_probe,
 )
 _COMMON = dict(run=run_curve, profiles=CURVE, revision=REVISION, data=("ASE EMT Au-Pt-Pd alloys (substitute)",))
+_ABLATION = dict(
+    metric="energy_mae",
+    direction="lower",
+    min_effect=0.05,
+    relative=True,
+    unit="meV/atom",
+    plot=plot_ablation,
+    **_COMMON,
+)
+_RETRIEVAL = dict(
+    metric="mrr",
+    direction="higher",
+    min_effect=0.05,
+    paper_figure="abstract: efficient similar-structure retrieval through the learned latent space",
+    plot=plot_retrieval,
+    **_COMMON,
+)
 _READING = (
     "Our reading: the baseline is the same backbone trained from scratch on the same n labels (the abstract does not "
     "name it); all arms share per-element least-squares references (a missing reference would hand the composition "
@@ -382,70 +399,47 @@ CARD = PaperCard(
             id="C2",
             statement="Ablation, SSL beyond capacity: TriForces lowers the energy MAE of the same three streams "
             "trained without SSL by more than 5 % at the smallest n.",
-            metric="energy_mae",
-            direction="lower",
             method="triforces@n_min",
             baselines=("streams@n_min",),
-            min_effect=0.05,
-            relative=True,
             paper_figure="notes: expected order (d) >= (c) >= (b)",
-            unit="meV/atom",
-            plot=plot_ablation,
             notes=(
                 "Arm (b) removes the capacity confound (the streams add parameters). Margin 5 % relative fixed "
                 "before any run: half of C1's."
                 + " Full run: (b), the streams without SSL, is the best arm; 100 SSL steps on 1500 near-equilibrium "
                 "cells add nothing measurable to the streams here."
             ),
-            **_COMMON,
+            **_ABLATION,
         ),
         Claim(
             id="C2b",
             statement="Ablation, streams beyond SSL: TriForces lowers the energy MAE of the backbone pretrained by the "
             "same SSL losses by more than 5 % at the smallest n.",
-            metric="energy_mae",
-            direction="lower",
             method="triforces@n_min",
             baselines=("backbone_ssl@n_min",),
-            min_effect=0.05,
-            relative=True,
             paper_figure="notes: expected order (d) >= (c) >= (b)",
-            unit="meV/atom",
-            plot=plot_ablation,
             notes=(
                 "Margin 5 % relative fixed before any run: half of C1's."
                 + " Full run: the streams explain the gain (C2); with or without SSL the backbone alone stays about "
                 "twice as wrong."
             ),
-            **_COMMON,
+            **_ABLATION,
         ),
         Claim(
             id="C2c",
             statement="Ablation, SSL without streams: the backbone pretrained by the SSL losses lowers the energy MAE "
             "of the backbone from scratch by more than 5 % at the smallest n.",
-            metric="energy_mae",
-            direction="lower",
             method="backbone_ssl@n_min",
             baselines=("backbone@n_min",),
-            min_effect=0.05,
-            relative=True,
             paper_figure="notes: denoising pretraining (Zaidi et al. 2022) is expected to help a backbone alone",
-            unit="meV/atom",
-            plot=plot_ablation,
             notes="Margin 5 % relative fixed before any run: half of C1's.",
-            **_COMMON,
+            **_ABLATION,
         ),
         Claim(
             id="C3",
             statement="Retrieval: TriForces' pretrained embedding retrieves the source of rattled, rotated, permuted "
             "and strained copies better than the same encoder at random initialisation (MRR higher by > 0.05).",
-            metric="mrr",
-            direction="higher",
             method="triforces_ssl",
             baselines=("triforces_init",),
-            min_effect=0.05,
-            paper_figure="abstract: efficient similar-structure retrieval through the learned latent space",
-            plot=plot_retrieval,
             notes=(
                 "Database: the test cells; cosine kNN on the projected graph embedding; MRR averaged over the four "
                 "query kinds (rotated and permuted copies are exact invariances of every encoder here, so they score 1 "
@@ -453,21 +447,16 @@ CARD = PaperCard(
                 + " Full run: rotated and permuted queries score MRR 1 for every encoder; the differences come from "
                 "rattled and strained queries, where the randomly initialised backbone has the best MRR (about 0.94)."
             ),
-            **_COMMON,
+            **_RETRIEVAL,
         ),
         Claim(
             id="C3b",
             statement="Retrieval: TriForces' pretrained embedding beats the SSL-pretrained backbone's embedding (MRR "
             "higher by > 0.05).",
-            metric="mrr",
-            direction="higher",
             method="triforces_ssl",
             baselines=("backbone_ssl",),
-            min_effect=0.05,
-            paper_figure="abstract: efficient similar-structure retrieval through the learned latent space",
-            plot=plot_retrieval,
             notes="As C3; margin 0.05 MRR fixed before any run.",
-            **_COMMON,
+            **_RETRIEVAL,
         ),
         Claim(
             id="C4",
