@@ -443,6 +443,24 @@ def test_qm9_molecules_load_without_importing_qm9pack():
     assert gap.shape == (3,) and np.all((gap > 5) & (gap < 20))  # eV
 
 
+def test_xtb_labels_are_gfn2_energies_with_consistent_forces():
+    if importlib.util.find_spec("tblite") is None or importlib.util.find_spec("qm9pack") is None:
+        pytest.skip("tblite or qm9pack not installed")
+    from icml26.science.triforces.data import qm9_molecules, xtb_labels
+
+    water = next(m for m in qm9_molecules(3, CUTOFF) if m.n_atoms == 3)  # QM9 molecule 3 is water
+    (labelled,) = xtb_labels([water])
+    assert labelled.energy < -100 and labelled.forces.shape == (3, 3)  # GFN2 total energy of water, about -138 eV
+    h = 1e-4
+    plus, minus = water.pos.clone(), water.pos.clone()
+    plus[0, 2] += h
+    minus[0, 2] -= h
+    e_plus, e_minus = (xtb_labels([make_structure(water.z, p)])[0].energy for p in (plus, minus))
+    assert -(e_plus - e_minus) / (2 * h) == pytest.approx(float(labelled.forces[0, 2]), abs=1e-4)
+    with pytest.raises(ValueError, match="molecules"):
+        xtb_labels([from_ase(_alloy(0), CUTOFF)])
+
+
 # -------------------------------------------------------------------------------------------------- benchmark
 def test_benchmark_tiny_size_runs():
     path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_triforces.py"

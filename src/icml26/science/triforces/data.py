@@ -4,17 +4,21 @@ Substitutes (MatBench, OMat24 and LeMat-Bulk are not available offline): the unl
 fcc cells over the seven EMT metals (1-3 elements, +-2 % strain, 0.02-0.05 Å rattle; no EMT calls); the labelled
 target domain is Au-Pt-Pd pushed off equilibrium (0.05-0.15 Å rattle, +-4 % strain) with ASE's EMT energies and
 forces. Cells are 2x2x2 cubic fcc supercells (32 sites) with 0-5 vacancies (27-32 atoms), periodic.
-Datasets are cached in memory per process, keyed by their arguments (EMT is pure Python).
+Datasets are cached in memory per process, keyed by their arguments (EMT is pure Python). QM9 molecules can be
+labelled with GFN2-xTB energies and forces (tblite) by :func:`xtb_labels`; no claim uses them yet.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from icml26.science.triforces.graph import Structure, from_ase, make_structure
 
@@ -115,6 +119,25 @@ def qm9_molecules(n: int, cutoff: float = 4.5) -> tuple[Structure, ...]:
 def qm9_gap(n: int) -> np.ndarray:
     """HOMO-LUMO gaps (eV) of the first ``n`` QM9 molecules, aligned with :func:`qm9_molecules`."""
     return _qm9_frame(n)["HOMO_LUMO_gap_au"].to_numpy(dtype=float) * HARTREE_EV
+
+
+def xtb_labels(structures: Sequence[Structure], method: str = "GFN2-xTB") -> list[Structure]:
+    """The same molecules labelled with tblite's GFN2-xTB energies (eV) and forces (eV/Å): real molecular force labels
+    for QM9 geometries, about 10 ms per molecule. Molecules only (no PBC); needs ``tblite``."""
+    try:
+        from tblite.ase import TBLite
+    except ImportError as err:
+        raise ImportError("xtb_labels needs tblite (pip install tblite; the science extra)") from err
+    from ase import Atoms
+
+    out = []
+    for k, s in enumerate(structures):
+        if any(s.pbc):
+            raise ValueError(f"structure {k}: xtb_labels takes molecules (no periodic boundaries)")
+        atoms = Atoms(numbers=s.z.numpy(), positions=s.pos.numpy())
+        atoms.calc = TBLite(method=method, verbosity=0)
+        out.append(replace(s, energy=float(atoms.get_potential_energy()), forces=torch.as_tensor(atoms.get_forces())))
+    return out
 
 
 def _parse_list(text: Any) -> list[Any]:
