@@ -159,8 +159,11 @@ class CompressedTrajectory:
         lora_params = model.lora_parameters()
         for j in range(len(self.indices)):
             model.set_flat(model.base_parameters(), self.keyframes[self.keyframe_of[j]])
-            if lora_params:
+            if lora_params and self.loras[j].size:
                 model.set_flat(lora_params, self.loras[j])
+            elif lora_params:  # a keyframe: B = 0
+                for m in model.lora_layers():
+                    m.B.zero_()
             y = model.net(feats).squeeze(-1).numpy().reshape(self.n, self.n)
             lo, hi = self.ranges[j]
             out[j] = (y + 1) / 2 * (hi - lo) + lo
@@ -273,8 +276,8 @@ class ANTIC:
             fit(self._model, self._feats, target, base, self.steps_first, self.lr_first)
             self._keyframes.append(self._model.get_flat(base))
             self._keyframe_of.append(len(self._keyframes) - 1)
-            self._add_lora()  # fresh A (he-uniform), B = 0: the keyframe itself decodes unchanged
-            self._loras.append(self._model.get_flat(self._model.lora_parameters()))
+            self._add_lora()  # fresh A (he-uniform), B = 0: nothing to store for the keyframe itself
+            self._loras.append(np.zeros(0, np.float32))
             self._since_keyframe = 0
             self.optimizer_steps += self.steps_first
         else:
