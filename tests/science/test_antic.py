@@ -108,7 +108,11 @@ def _burst_movie(n_frames=120, n=16, seed=0):
     phase = np.cumsum(speed)
     frames = []
     for p in phase:
-        f = sum(base[i, j] * np.cos((i + 1) * x[None, :] + (j + 1) * x[:, None] + p * (i + j + 1)) for i in range(4) for j in range(4))
+        f = sum(
+            base[i, j] * np.cos((i + 1) * x[None, :] + (j + 1) * x[:, None] + p * (i + j + 1))
+            for i in range(4)
+            for j in range(4)
+        )
         frames.append(f * (1 + 0.3 * np.sin(p)))
     return np.array(frames, np.float32)
 
@@ -143,7 +147,9 @@ def test_interpolation_error_selector_bounds_the_interpolation_error_of_every_fr
     if kept[-1] != len(frames) - 1:
         kept.append(len(frames) - 1)
     rec = interpolate_frames(np.array(kept), frames[kept], len(frames))
-    per = np.linalg.norm((rec - frames).reshape(len(frames), -1), axis=1) / np.linalg.norm(frames.reshape(len(frames), -1), axis=1)
+    per = np.linalg.norm((rec - frames).reshape(len(frames), -1), axis=1) / np.linalg.norm(
+        frames.reshape(len(frames), -1), axis=1
+    )
     assert per[:-1].max() <= tol + 1e-6 or per[kept[-2] :].max() > tol  # only the forced last segment may exceed
     u = uniform_indices(len(frames), len(kept))
     assert relative_l2(rec, frames) < relative_l2(interpolate_frames(u, frames[u], len(frames)), frames)
@@ -153,7 +159,7 @@ def test_uniform_selector_and_indices():
     sel = UniformSelector(3)
     assert [sel.decide(np.ones((4, 4))) for _ in range(7)] == [True, False, False, True, False, False, True]
     assert list(uniform_indices(10, 4)) == [0, 3, 6, 9]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n_keep"):
         uniform_indices(5, 1)
     with pytest.raises(ValueError, match="NaN"):
         EnstrophySelector().update(np.array([[np.nan]]))

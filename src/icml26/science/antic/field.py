@@ -157,13 +157,19 @@ def fit(
         p.requires_grad_(False)
     for p in params:
         p.requires_grad_(True)
+    # the layers before the first trained one are fixed during this fit: evaluate them once
+    trained = {id(p) for p in params}
+    first = next(i for i, m in enumerate(field.net) if any(id(p) in trained for p in m.parameters()))
+    with torch.no_grad():
+        features = field.net[:first](features)
+    head = field.net[first:]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
     group = opt.param_groups[0]
     loss = torch.tensor(0.0)
     for i in range(steps):  # cosine decay from lr to lr / 20
         group["lr"] = lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * i / steps)))
         opt.zero_grad(set_to_none=True)
-        loss = ((field.net(features).squeeze(-1) - target) ** 2).mean()
+        loss = ((head(features).squeeze(-1) - target) ** 2).mean()
         loss.backward()
         opt.step()
     for p in params:

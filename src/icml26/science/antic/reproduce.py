@@ -5,14 +5,15 @@ Design (one cell = one simulated trajectory and every arm on it, so all comparis
 - Data: our pseudo-spectral solver (``solver.py``), forced Kolmogorov flow k_f = 4, Re = 40 (Farazmand-Sapsis
   bursting regime), spun up from the laminar state plus 1% noise (seeded), then T frames 0.2 time units apart (the
   notes' 0.5 is too coarse at our resolution: consecutive frames differ by about 40% in relative L2, so nothing can
-  be interpolated; at 0.2 they differ by about 16%). Records span 20 (quick) to 40 (full) time units, long enough to
-  hold calm and bursting phases. The full profile adds decaying turbulence (no forcing, Re = 300), which mirrors the
-  released code.
+  be interpolated; at 0.2 they differ by about 16%). The full profile records 24 time units (120 frames), long
+  enough to hold calm and bursting phases; the quick profile 8 (40 frames at 32^2, fewer optimiser steps). The full profile adds decaying
+  turbulence (no forcing, Re = 300), which mirrors the released code, and LoRA on the first layer too (ours).
 - Arms: ``antic`` = the released code's enstrophy selector (PATS: enstrophy-change and correlation bounds, window 10)
   + a Fourier-feature MLP (about 8k weights) with continual rank-4 LoRA updates on the hidden layers and a keyframe
   every 20 kept frames; ``uniform`` = the same field on evenly spaced frames, as many as ``antic`` kept; ``antic_ie``
   and ``uniform_ie`` = the same pair with our interpolation-error selector (piecewise-linear segmentation, tolerance
-  10%, about the field's own error) instead of PATS; ``per_frame`` = independent fields on ``antic``'s frames at an equal optimiser-step budget;
+  10%, about the field's own error) instead of PATS; ``per_frame`` = independent fields on ``antic``'s frames at an
+  equal optimiser-step budget;
   ``sz3`` / ``zfp`` = the codecs on every frame with their absolute bound bisected to ``antic``'s all-frame relative
   L2 error (the same metric); ``sz3_ie`` = the hybrid, SZ3 on our selector's frames, matched the same way.
 - Metrics on ALL frames (dropped frames linearly interpolated from the decoded kept ones): relative L2, the same on
@@ -238,10 +239,19 @@ def plot_rate_distortion(card: dict[str, Any], records: list[dict[str, Any]], ax
         rows = r["curves"]["rate_distortion"]
         for arm, (color, ls) in styles.items():
             pts = sorted((p["rel_l2"], p["compression_ratio"]) for p in rows if p["arm"] == arm)
-            ax.plot(*zip(*pts, strict=True), ls, color=color, lw=0.8, alpha=0.6, label=f"{arm} per frame" if k == 0 else None)
+            ax.plot(
+                *zip(*pts, strict=True),
+                ls,
+                color=color,
+                lw=0.8,
+                alpha=0.6,
+                label=f"{arm} per frame" if k == 0 else None,
+            )
         for j, arm in enumerate(("antic", "antic_ie", "uniform", "per_frame", "sz3_ie")):
             p = next(p for p in rows if p["arm"] == arm)
-            ax.plot(p["rel_l2"], p["compression_ratio"], "os^vD"[j], color=f"C{j + 2}", ms=4, label=arm if k == 0 else None)
+            ax.plot(
+                p["rel_l2"], p["compression_ratio"], "os^vD"[j], color=f"C{j + 2}", ms=4, label=arm if k == 0 else None
+            )
     ax.axhline(400, color="C3", ls="--", lw=0.8, label="paper: ~400x on 2-D Kolmogorov flow (256^2+)")
     ax.axhline(1, color="0.5", lw=0.6)
     ax.set_xscale("log")
@@ -268,15 +278,17 @@ def plot_series(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) ->
 _BASE = {"flow": "kolmogorov", "re": 40.0, "every": 0.2, "lora_rank": 4, "lora_targets": "hidden", "ie_tolerance": 0.1}
 _RD = {"rd_bounds": [0.003, 0.01, 0.03, 0.1, 0.3]}
 _DECAYING = {"flow": "decaying", "re": 300.0, "spinup": 2.0}
+_FULL = {"n": 48, "spinup": 50.0, "frames": 120, "steps_first": 150, "steps_next": 30}
 COMPRESSION = profiles(
     smoke=_BASE | _RD | {"n": 16, "spinup": 5.0, "frames": 12, "steps_first": 20, "steps_next": 5},
-    quick=_BASE | _RD | {"n": 32, "spinup": 15.0, "frames": 100, "steps_first": 100, "steps_next": 20},
+    quick=_BASE | _RD | {"n": 32, "spinup": 15.0, "frames": 40, "steps_first": 120, "steps_next": 25},
     full=[
-        _BASE | _RD | {"n": 48, "spinup": 50.0, "frames": 200, "steps_first": 200, "steps_next": 40},
-        _BASE | _RD | {"n": 48, "frames": 200, "steps_first": 200, "steps_next": 40} | _DECAYING,
+        _BASE | _RD | _FULL,
+        _BASE | _RD | _FULL | {"lora_targets": "input_hidden"},
+        _BASE | _RD | _FULL | _DECAYING,
     ],
     seeds=(1, 3, 3),
-    cell_seconds=(4.0, 18.0, 150.0),
+    cell_seconds=(6.0, 16.0, 120.0),
 )
 _COMMON = dict(run=run_compression, profiles=COMPRESSION, revision=REVISION)
 _READING = (

@@ -3,9 +3,10 @@
     d omega/dt + u . grad omega = nu lap omega - alpha omega + f,   lap psi = -omega,   u = (d psi/dy, -d psi/dx)
 
 Kolmogorov forcing ``A sin(k_f y)`` on the x-momentum enters the vorticity equation as ``f = -A k_f cos(k_f y)``; the
-laminar fixed point is ``omega = -A cos(k_f y) / (nu k_f)`` (drag 0). Time stepping: classical RK4 on the advection with an
-integrating factor ``exp((-nu k^2 - alpha) dt)`` for the linear terms and the forcing (both exact, so the only
-stability limit is advective: the CFL number ``max|u| dt / dx``). Products are dealiased by the 2/3 rule.
+laminar fixed point is ``omega = -A cos(k_f y) / (nu k_f)`` (drag 0). Time stepping: classical RK4 on the
+advection with an integrating factor ``exp((-nu k^2 - alpha) dt)`` for the linear terms and the forcing (both
+exact, so the only stability limit is advective: the CFL number ``max|u| dt / dx``). Products are dealiased by the
+2/3 rule.
 Arrays are indexed ``omega[y, x]``.
 """
 
@@ -199,7 +200,7 @@ class KolmogorovFlow2D:
             raise FloatingPointError("the run produced NaN/inf vorticity (time step too large for this flow?)")
 
     def advance(self, duration: float) -> None:
-        self.step(int(round(duration / self.dt)))
+        self.step(round(duration / self.dt))
 
     def run(self, t_end: float, every: float) -> Iterator[tuple[float, np.ndarray]]:
         """Stream ``(t, omega)`` snapshots every ``every`` time units from the current time until ``t_end``
