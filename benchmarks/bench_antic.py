@@ -38,7 +38,7 @@ class NaiveFD:
     def __init__(self, n: int, nu: float, kf: int, dt: float, omega: np.ndarray) -> None:
         self.n, self.nu, self.dt, self.h = n, nu, dt, 2 * np.pi / n
         one = sps.identity(n, format="csr")
-        d2 = sps.diags([1, -2, 1], [-1, 0, 1], shape=(n, n), format="lil")
+        d2 = sps.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(n, n), format="lil")
         d2[0, n - 1] = d2[n - 1, 0] = 1
         lap = (sps.kron(one, d2) + sps.kron(d2, one)).tocsc() / self.h**2
         pin = sps.csc_matrix(([1.0], ([0], [0])), shape=(n * n, n * n))  # fix psi's constant

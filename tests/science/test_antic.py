@@ -242,6 +242,16 @@ def test_continual_and_per_frame_arms_count_equal_steps():
     assert len(tb.keyframes) == len(idx) and tb.nbytes > ta.nbytes
 
 
+def test_compression_is_equivariant_to_shifting_and_scaling_the_data():
+    """Per-frame min-max normalisation: compressing a * u + b decodes to a * decode(u) + b (same kept frames)."""
+    frames = _small_stream(8)
+    kw = dict(steps_first=10, steps_next=3, keyframe_every=3, seed=1)
+    base = ANTIC(EnstrophySelector(0.9, 3), **kw).compress(frames)
+    moved = ANTIC(EnstrophySelector(0.9, 3), **kw).compress(2.5 * frames + 7.0)
+    np.testing.assert_array_equal(base.indices, moved.indices)
+    np.testing.assert_allclose(moved.decompress(), 2.5 * base.decompress() + 7.0, atol=1e-3 * np.abs(frames).max())
+
+
 def test_compressor_rejects_bad_snapshots():
     comp = ANTIC(steps_first=1, steps_next=1)
     with pytest.raises(ValueError, match="square"):
@@ -258,6 +268,8 @@ def test_compressor_rejects_bad_snapshots():
         ANTIC(lora_targets="all")
     with pytest.raises(ValueError, match="no snapshot"):
         ANTIC().finalize()
+    with pytest.raises(ValueError, match="non-empty"):
+        ANTIC().compress(np.zeros((0, 8, 8)))
 
 
 # ------------------------------------------------------------------------------------------------ codecs
