@@ -3,7 +3,7 @@ from dataclasses import replace
 
 import pytest
 
-from icml26._core.plots import DPI, arm_style, band_key, reference_line, style_key, with_judged_metric
+from icml26._core.plots import DPI, arm_style, band_key, paired_strip, reference_line, style_key, with_judged_metric
 from icml26._core.runner import run
 from tests._core.tiny_paper import tiny_card
 
@@ -137,4 +137,19 @@ def test_a_legend_below_the_axes_starts_below_rotated_tick_labels():
     renderer = fig.canvas.get_renderer()
     lowest_tick = min(t.get_window_extent(renderer).y0 for t in ax.get_xticklabels())
     assert legend.get_window_extent(renderer).y1 <= lowest_tick + 1
+    plt.close(fig)
+
+
+def test_paired_strip_draws_each_cell_joined_and_each_arms_mean():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    values = [[1.0, 3.0], [2.0, 5.0], [3.0, 4.0]]  # three cells, two arms
+    paired_strip(ax, values, ["a", "b"], mean_label="mean over cells", point_label="one cell")
+    pairs = [line for line in ax.lines if line.get_color() == "0.8"]
+    assert [list(line.get_ydata()) for line in pairs] == values  # one grey line per cell joins its arms
+    (means,) = ax.collections
+    assert [seg[0][1] for seg in means.get_segments()] == [2.0, 4.0]  # the black bars sit at the arms' means
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b"]
+    assert {"mean over cells", "one cell"} <= set(ax.get_legend_handles_labels()[1])
     plt.close(fig)

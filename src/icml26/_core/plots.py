@@ -42,6 +42,7 @@ __all__ = [
     "default_plot",
     "judged_metric",
     "legend_outside",
+    "paired_strip",
     "panels",
     "plot_claim",
     "reference_line",
@@ -111,6 +112,31 @@ def style_key(ax: Any, styles: Mapping[str, str], color: str = "0.35") -> None:
     Adds empty labelled lines (they draw nothing and leave the limits alone); the legend lists them."""
     for ls, label in styles.items():
         ax.plot([], [], color=color, ls=ls, label=label)
+
+
+def paired_strip(
+    ax: Any,
+    values: Any,
+    labels: Sequence[str],
+    *,
+    mean_label: str = "mean over seeds",
+    point_label: str = "one seed (grey lines pair seeds)",
+    rotation: float = 20,
+) -> None:
+    """Paired values as a strip plot: ``values[i, j]`` is arm ``j`` in cell ``i``; each cell's dots are joined by a
+    grey line (the pairing the verdict uses) and each arm's mean is a black bar."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float).reshape(-1, len(labels))
+    xs = np.arange(len(labels))
+    for row in values:
+        ax.plot(xs, row, color="0.8", lw=0.6, zorder=1)
+    for j in range(len(labels)):
+        ax.plot(np.full(len(values), xs[j]), values[:, j], "o", ms=3.5, color=f"C{j}", zorder=2)
+    if len(values):
+        ax.hlines(values.mean(0), xs - 0.25, xs + 0.25, color="k", lw=1.5, zorder=3, label=mean_label)
+    ax.plot([], [], "o", color="0.4", ms=3.5, label=point_label)
+    ax.set_xticks(xs, labels, rotation=rotation, fontsize=7)
 
 
 def band_key(ax: Any, label: str = "band: ± 1 sd over seeds", color: str = "0.5", alpha: float = 0.25) -> None:

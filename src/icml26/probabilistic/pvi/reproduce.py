@@ -265,19 +265,11 @@ def _finish(ax: Any, ylabel: str) -> None:
 
 def _strip(ax: Any, records: list[dict[str, Any]], metric: str, names: tuple[str, ...]) -> list[str]:
     """Each method's value per seed (dots, the same seed joined by grey lines) and its mean (black bar)."""
-    import numpy as np
+    from icml26._core.plots import paired_strip
 
     ok = _ok(records)
     names = tuple(n for n in names if ok and metric in ok[0]["metrics"].get(n, {}))
-    values = np.array([[r["metrics"][n][metric] for n in names] for r in ok])
-    xs = np.arange(len(names))
-    for row in values:
-        ax.plot(xs, row, color="0.8", lw=0.6, zorder=1)
-    for j in range(len(names)):
-        ax.plot(np.full(len(values), xs[j]), values[:, j], "o", ms=3.5, color=f"C{j}", zorder=2)
-    ax.hlines(values.mean(0), xs - 0.25, xs + 0.25, color="k", lw=1.5, zorder=3, label="mean over seeds")
-    ax.plot([], [], "o", color="0.4", ms=3.5, label="one seed (grey lines pair seeds)")
-    ax.set_xticks(xs, names, rotation=20, fontsize=7)
+    paired_strip(ax, [[r["metrics"][n][metric] for n in names] for r in ok], names)
     return list(names)
 
 

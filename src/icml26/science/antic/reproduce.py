@@ -202,18 +202,12 @@ def _finish(ax: Any, ylabel: str, xlabel: str | None = None) -> None:
 
 def _strip(ax: Any, records: list[dict[str, Any]], metric: str, names: tuple[str, ...]) -> None:
     """Each arm's value per cell (dots; grey lines join the same cell) and the mean (black bar)."""
-    import numpy as np
+    from icml26._core.plots import paired_strip
 
-    ok = _ok(records)
-    values = np.array([[r["metrics"][n][metric] for n in names] for r in ok])
-    xs = np.arange(len(names))
-    for row in values:
-        ax.plot(xs, row, color="0.8", lw=0.6, zorder=1)
-    for j in range(len(names)):
-        ax.plot(np.full(len(values), xs[j]), values[:, j], "o", ms=3.5, color=f"C{j}", zorder=2)
-    ax.hlines(values.mean(0), xs - 0.25, xs + 0.25, color="k", lw=1.5, zorder=3, label="mean over cells")
-    ax.plot([], [], "o", color="0.4", ms=3.5, label="one cell (seed x setting; grey lines pair them)")
-    ax.set_xticks(xs, names, rotation=20, fontsize=7)
+    values = [[r["metrics"][n][metric] for n in names] for r in _ok(records)]
+    paired_strip(
+        ax, values, names, mean_label="mean over cells", point_label="one cell (seed x setting; grey lines pair them)"
+    )
 
 
 def plot_selector(card: dict[str, Any], records: list[dict[str, Any]], ax: Any) -> None:
