@@ -48,6 +48,7 @@ def mjcf_chain(morph: Morphology) -> str:
     )
     return (
         '<mujoco model="morphreach">'
+        '<compiler angle="radian"/>'
         '<option timestep="0.01" gravity="0 0 0" integrator="implicitfast"/>'
         '<default><joint damping="1" armature="0.05"/><geom contype="0" conaffinity="0"/></default>'
         f"<worldbody>{''.join(bodies)}{tip}{''.join(close)}</worldbody>"

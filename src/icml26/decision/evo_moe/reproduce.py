@@ -92,10 +92,10 @@ SMOKE = {
     "eval_targets": 2,
     "pretrain_iters": 1,
 }
-QUICK = {**_BASE, "envs_per_design": 8, "ppo_iters": 2, "generations": 5, "n_early": 2, "pretrain_iters": 6}
-FULL = {**_BASE, "envs_per_design": 16, "ppo_iters": 4, "generations": 20, "n_early": 5, "pretrain_iters": 40}
-CODESIGN = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 8), cell_seconds=(1.5, 6.0, 60.0))
-DEMO = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 8), cell_seconds=(2.0, 7.0, 70.0))
+QUICK = {**_BASE, "envs_per_design": 8, "ppo_iters": 2, "generations": 4, "n_early": 2, "pretrain_iters": 4}
+FULL = {**_BASE, "envs_per_design": 16, "ppo_iters": 3, "generations": 16, "n_early": 5, "pretrain_iters": 30}
+CODESIGN = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 8), cell_seconds=(1.5, 5.0, 40.0))
+DEMO = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 6), cell_seconds=(2.0, 8.0, 60.0))
 
 _COMMON = (
     "Substitute task (ours; the paper's soft/endoskeletal voxel robots, its VAE and its CUDA simulator are not "
@@ -107,9 +107,10 @@ _COMMON = (
     "CMA-ES (the cma package, sigma0 0.5, popsize 8, bounded latents) over z; PPO written here (GAE 0.97/0.95, "
     "clip 0.2, lr 3e-3, 4 epochs x 2 minibatches), the same update, critic V(obs, z) and env-step budget for every "
     "arm; fitness scored after each generation's PPO update on fixed targets shared by the arms of a seed. Our "
-    "readings: mixing at the action level, experts see the observation only, no load-balancing loss. Full: 20 "
-    "generations x 8 designs x 4 PPO iterations x 128 envs x 40 steps (409,600 training steps per arm), 8 seeds; "
-    "quick: 5 generations x 2 iterations x 64 envs, 3 seeds (a pipeline check, too short to decide). The generated "
+    "readings: mixing at the action level, experts see the observation only, no load-balancing loss. Full: 16 "
+    "generations x 8 designs x 3 PPO iterations x 128 envs x 40 steps (245,760 training steps per arm), 8 seeds "
+    "(C1, C2) and 6 seeds (C3, C4), sized to ~10 min on 2 cores; quick: 4 generations x 2 iterations x 64 envs, 3 "
+    "seeds (a pipeline check, too short to decide). The generated "
     "MuJoCo model of each design (mjcf_chain, MorphReachMujocoEnv) is tested and benchmarked but not used in these "
     "runs: MuJoCo co-design of 3 arms x 8 seeds does not fit the ~10 min budget on 2 cores. Rigid planar chains "
     "say nothing about the paper's soft or endoskeletal robots. "
@@ -131,7 +132,7 @@ _C2 = (
 _C3 = (
     "Metric demo_distance: mean distance of the final population's designs to the demo design (the decoded latent "
     "nearest a hand-designed tapered mirrored limb, (0.9, 0.7, 0.5) links, gears (-1, -1, -1)), in [0, 1]. The demo "
-    "expert: one expert trained by PPO on the demo body alone for 40 iterations (6 in quick) and plugged in frozen "
+    "expert: one expert trained by PPO on the demo body alone for 30 iterations (4 in quick) and plugged in frozen "
     "(its parameters bit-identical after training, tested). The search starts at z = 0 (freeform, pretrain) or at "
     "the demo's latent (predesign, costeer). Margin 0.05, fixed before any claim run. "
 )
