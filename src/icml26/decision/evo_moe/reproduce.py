@@ -92,10 +92,10 @@ SMOKE = {
     "eval_targets": 2,
     "pretrain_iters": 1,
 }
-QUICK = {**_BASE, "envs_per_design": 8, "ppo_iters": 2, "generations": 4, "n_early": 2, "pretrain_iters": 4}
+QUICK = {**_BASE, "envs_per_design": 8, "ppo_iters": 2, "generations": 3, "n_early": 2, "pretrain_iters": 4}
 FULL = {**_BASE, "envs_per_design": 16, "ppo_iters": 3, "generations": 16, "n_early": 5, "pretrain_iters": 30}
-CODESIGN = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 8), cell_seconds=(1.5, 5.0, 40.0))
-DEMO = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 6), cell_seconds=(2.0, 8.0, 60.0))
+CODESIGN = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 8), cell_seconds=(1.5, 4.0, 50.0))
+DEMO = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 5), cell_seconds=(2.0, 6.0, 70.0))
 
 _COMMON = (
     "Substitute task (ours; the paper's soft/endoskeletal voxel robots, its VAE and its CUDA simulator are not "
@@ -109,7 +109,7 @@ _COMMON = (
     "arm; fitness scored after each generation's PPO update on fixed targets shared by the arms of a seed. Our "
     "readings: mixing at the action level, experts see the observation only, no load-balancing loss. Full: 16 "
     "generations x 8 designs x 3 PPO iterations x 128 envs x 40 steps (245,760 training steps per arm), 8 seeds "
-    "(C1, C2) and 6 seeds (C3, C4), sized to ~10 min on 2 cores; quick: 4 generations x 2 iterations x 64 envs, 3 "
+    "(C1, C2) and 5 seeds (C3, C4), sized to ~10 min on 2 cores; quick: 3 generations x 2 iterations x 64 envs, 3 "
     "seeds (a pipeline check, too short to decide). The generated "
     "MuJoCo model of each design (mjcf_chain, MorphReachMujocoEnv) is tested and benchmarked but not used in these "
     "runs: MuJoCo co-design of 3 arms x 8 seeds does not fit the ~10 min budget on 2 cores. Rigid planar chains "
