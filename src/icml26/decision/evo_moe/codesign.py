@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from icml26.decision.evo_moe.design import LATENT_DIM, Morphology, RandomMLPDecoder, morphology_distance
+from icml26.decision.evo_moe.design import Morphology, RandomMLPDecoder, morphology_distance
 from icml26.decision.evo_moe.policies import (
     Critic,
     LatentGatedMoEPolicy,
@@ -339,6 +339,3 @@ def evo_by_demo(
     final = run.population[-1]
     dist = float(np.mean([morphology_distance(decoder.decode(z), demo) for z in final]))
     return run, dist
-
-
-_ = LATENT_DIM  # re-exported through the package
