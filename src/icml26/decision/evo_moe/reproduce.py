@@ -139,7 +139,7 @@ _C3 = (
 )
 _DEMO_PLOT = _plot(
     "demo_distance",
-    "population's mean distance to the demo design (lower is closer)",
+    "population's distance to demo (lower = closer)",
     "evo by demo: distance to the demo",
 )
 _FIG = "qualitative (project site figures; no numeric table is public)"
@@ -198,7 +198,7 @@ CARD = PaperCard(
             CODESIGN,
             _plot(
                 "cummax_mean_fitness",
-                "cumulative max of population-mean fitness (higher is better)",
+                "cum. max of population-mean fitness (higher better)",
                 "co-design progress",
                 -2.07,
                 "reference: doing nothing (about -2.07)",
@@ -216,7 +216,7 @@ CARD = PaperCard(
             0.01,
             run_codesign,
             CODESIGN,
-            _plot("elite_fitness", "mean re-score of the early elites (higher is better)", "early elites over time"),
+            _plot("elite_fitness", "early elites' mean re-score (higher better)", "early elites over time"),
             _C2,
         ),
         _claim(
