@@ -355,3 +355,15 @@ def test_demo_latent_decodes_near_the_demo_body_and_costeer_starts_there():
     free, _ = evo_by_demo(DEC, z, None, "freeform", 2, TINY, seed=0)
     far = [morphology_distance(DEC.decode(x), demo) for x in free.population[0]]
     assert np.mean(first) < np.mean(far)
+
+
+@settings(max_examples=50)
+@given(st.integers(50, 60_000), st.integers(1, 40), st.integers(1, 10))
+def test_matched_hidden_is_the_brute_force_closest_width(target, in_dim, out_dim):
+    from icml26.decision.evo_moe import matched_hidden
+
+    def count(h):  # in -> h -> h -> out MLP with biases, plus a log std per action
+        return in_dim * h + h + h * h + h + h * out_dim + out_dim + out_dim
+
+    best = min(abs(count(h) - target) for h in range(1, 400))
+    assert abs(count(matched_hidden(target, in_dim, out_dim)) - target) == best
