@@ -94,8 +94,8 @@ SMOKE = {
 }
 QUICK = {**_BASE, "envs_per_design": 8, "ppo_iters": 2, "generations": 3, "n_early": 2, "pretrain_iters": 4}
 FULL = {**_BASE, "envs_per_design": 16, "ppo_iters": 3, "generations": 16, "n_early": 5, "pretrain_iters": 30}
-CODESIGN = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 6), cell_seconds=(1.5, 4.0, 150.0))
-DEMO = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 4), cell_seconds=(2.0, 6.0, 220.0))
+CODESIGN = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 12), cell_seconds=(1.5, 4.0, 40.0))
+DEMO = profiles(SMOKE, QUICK, FULL, seeds=(2, 3, 8), cell_seconds=(2.0, 6.0, 45.0))
 
 _COMMON = (
     "Substitute task (ours; the paper's soft/endoskeletal voxel robots, its VAE and its CUDA simulator are not "
@@ -108,9 +108,13 @@ _COMMON = (
     "clip 0.2, lr 3e-3, 4 epochs x 2 minibatches), the same update, critic V(obs, z) and env-step budget for every "
     "arm; fitness scored after each generation's PPO update on fixed targets shared by the arms of a seed. Our "
     "readings: mixing at the action level, experts see the observation only, no load-balancing loss. Full: 16 "
-    "generations x 8 designs x 3 PPO iterations x 128 envs x 40 steps (245,760 training steps per arm), 6 seeds "
-    "(C1, C2) and 4 seeds (C3, C4), sized to ~12 min on the shared 2 cores (a first start with 8 + 5 seeds "
-    "would have taken ~20 min and was stopped after 2 cells, which this run reuses); quick: 3 generations x 2 "
+    "generations x 8 designs x 3 PPO iterations x 128 envs x 40 steps (245,760 training steps per arm), 12 seeds "
+    "(C1, C2) and 8 seeds (C3, C4). History (same code and margins): a first start with 8 + 5 seeds was stopped "
+    "after 2 cells, whose ~150 s each on a crowded machine predicted ~20 min; a 6 + 4 seed run then took 2 min "
+    "(about 30 s a cell on a quiet machine) and gave C1-C4 inconclusive (C1 vs monolithic +0.097 [-0.098, +0.29], "
+    "4/6; vs per-robot +0.37 [+0.25, +0.49], 6/6; C2 +0.031 [-0.026, +0.089], 3/6; C3 +0.025 [-0.33, +0.38], 2/4; "
+    "C4 +0.093 [-0.030, +0.22], 3/4); the profile of record raises the seeds to 12 + 8, as the budget allows. "
+    "Quick: 3 generations x 2 "
     "iterations x 64 envs, 3 seeds (a pipeline check, too short to decide). The generated MuJoCo model of each "
     "design (mjcf_chain, MorphReachMujocoEnv) is tested and benchmarked but not used in these runs: a MuJoCo "
     "co-design of 3 arms x 6 seeds does not fit the ~10 min budget on 2 cores. Rigid planar chains "
