@@ -39,74 +39,58 @@ Evolvability of Robots", ICML 2026 (arXiv 2605.24225; https://eco-moe.github.io)
 arXiv 1604.00772. J. Schulman et al., "Proximal Policy Optimization Algorithms", arXiv 1707.06347.
 """
 
-from icml26.decision.evo_moe.codesign import (
-    ARMS,
-    DEMO_BODY,
-    DEMO_MODES,
-    CoDesign,
-    CoDesignConfig,
-    CoDesignResult,
-    evaluate_designs,
-    evo_by_demo,
-    find_demo_latent,
-    pretrain_demo_expert,
-)
-from icml26.decision.evo_moe.design import (
-    LATENT_BOUND,
-    LATENT_DIM,
-    DesignError,
-    LatentError,
-    Morphology,
-    RandomMLPDecoder,
-    morphology_distance,
-)
-from icml26.decision.evo_moe.mjcf import MorphReachMujocoEnv, compile_mjcf, mjcf_chain
-from icml26.decision.evo_moe.policies import (
-    Critic,
-    LatentGatedMoEPolicy,
-    MonolithicPolicy,
-    PerRobotPolicies,
-    SingleExpert,
-    count_parameters,
-    matched_hidden,
-)
-from icml26.decision.evo_moe.ppo import PPOConfig, PPOTrainer
-from icml26.decision.evo_moe.sim import ACT_DIM, OBS_DIM, PlanarChainVecEnv
+from icml26._core.lazy import lazy_exports
 
-EvoMoE = CoDesign  # the registry's API name
+_MODULE_OF = {
+    "ARMS": "codesign",
+    "DEMO_BODY": "codesign",
+    "DEMO_MODES": "codesign",
+    "CoDesign": "codesign",
+    "CoDesignConfig": "codesign",
+    "CoDesignResult": "codesign",
+    "EvoMoE": "codesign",
+    "evaluate_designs": "codesign",
+    "evo_by_demo": "codesign",
+    "find_demo_latent": "codesign",
+    "pretrain_demo_expert": "codesign",
+    "LATENT_BOUND": "design",
+    "LATENT_DIM": "design",
+    "DesignError": "design",
+    "LatentError": "design",
+    "Morphology": "design",
+    "RandomMLPDecoder": "design",
+    "morphology_distance": "design",
+    "MorphReachMujocoEnv": "mjcf",
+    "compile_mjcf": "mjcf",
+    "mjcf_chain": "mjcf",
+    "BatchedMLP": "policies",
+    "Critic": "policies",
+    "LatentGatedMoEPolicy": "policies",
+    "MonolithicPolicy": "policies",
+    "PerRobotPolicies": "policies",
+    "SingleExpert": "policies",
+    "count_parameters": "policies",
+    "matched_hidden": "policies",
+    "PPOConfig": "ppo",
+    "PPOTrainer": "ppo",
+    "ACT_DIM": "sim",
+    "OBS_DIM": "sim",
+    "PlanarChainVecEnv": "sim",
+    "codesign_experiment": "experiment",
+    "demo_experiment": "experiment",
+}
+__all__ = sorted(_MODULE_OF)
 
-__all__ = [
-    "ACT_DIM",
-    "ARMS",
-    "DEMO_BODY",
-    "DEMO_MODES",
-    "LATENT_BOUND",
-    "LATENT_DIM",
-    "OBS_DIM",
-    "CoDesign",
-    "CoDesignConfig",
-    "CoDesignResult",
-    "Critic",
-    "DesignError",
-    "EvoMoE",
-    "LatentError",
-    "LatentGatedMoEPolicy",
-    "MonolithicPolicy",
-    "MorphReachMujocoEnv",
-    "Morphology",
-    "PPOConfig",
-    "PPOTrainer",
-    "PerRobotPolicies",
-    "PlanarChainVecEnv",
-    "RandomMLPDecoder",
-    "SingleExpert",
-    "compile_mjcf",
-    "count_parameters",
-    "evaluate_designs",
-    "evo_by_demo",
-    "find_demo_latent",
-    "matched_hidden",
-    "mjcf_chain",
-    "morphology_distance",
-    "pretrain_demo_expert",
-]
+__getattr__, __dir__ = lazy_exports(
+    globals(),
+    _MODULE_OF,
+    {
+        "codesign": "torch and cma",
+        "mjcf": "mujoco and gymnasium",
+        "policies": "torch",
+        "ppo": "torch",
+        "sim": "torch",
+        "experiment": "torch and cma",
+    },
+    "decision",
+)

@@ -35,6 +35,7 @@ __all__ = [
     "CoDesign",
     "CoDesignConfig",
     "CoDesignResult",
+    "EvoMoE",
     "evaluate_designs",
     "evo_by_demo",
     "find_demo_latent",
@@ -259,6 +260,9 @@ class CoDesign:
             n_params=count_parameters(self.actor),
             final_mean=np.clip(np.asarray(es.mean, dtype=float), -dec.bound, dec.bound),
         )
+
+
+EvoMoE = CoDesign  # the registry's name for the main entry point
 
 
 # ------------------------------------------------------------------------------------------------ evo by demo
