@@ -33,6 +33,7 @@ from icml26.decision.evo_moe import (
     RandomMLPDecoder,
     compile_mjcf,
     count_parameters,
+    evaluate_designs,
     evo_by_demo,
     find_demo_latent,
     mjcf_chain,
@@ -189,6 +190,10 @@ def test_env_checks_its_inputs():
         env.step(torch.zeros(3, 2))
     with pytest.raises(ValueError, match="targets must have shape"):
         env.reset(targets=torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="NaN"):
+        env.step(torch.full((3, 3), float("nan")))
+    with pytest.raises(ValueError, match="targets must have shape"):
+        evaluate_designs(MonolithicPolicy(OBS_DIM, ACT_DIM, 8, hidden=4), DEC, np.zeros(8), torch.zeros(3), 5)
     with pytest.raises(DesignError, match="no designs"):
         PlanarChainVecEnv([], 3)
     with pytest.raises(DesignError, match="Morphology"):
@@ -216,6 +221,8 @@ def test_mujoco_env_passes_gymnasium_checks_and_a_mirrored_motor_turns_the_other
     assert isinstance(env.action_space, gym.spaces.Box)
     with pytest.raises(DesignError, match="Morphology"):
         mjcf_chain(np.zeros(8))
+    with pytest.raises(ValueError, match="NaN"):
+        env.step(np.array([np.nan, 0.0, 0.0]))
 
 
 # ------------------------------------------------------------------------------------------------ policies

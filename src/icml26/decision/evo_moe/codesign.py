@@ -127,6 +127,8 @@ def evaluate_designs(
 
     Returns (fitness per design = mean reward per step over targets and steps, env steps used)."""
     z = decoder.check(z)
+    if targets.dim() != 2 or targets.shape[1] != 2 or targets.shape[0] == 0:
+        raise ValueError(f"targets must have shape (T, 2) with T >= 1, got {tuple(targets.shape)}")
     n_t = targets.shape[0]
     env = PlanarChainVecEnv(decoder.decode_batch(z), n_t, horizon)
     # the small initial joint noise from a fixed stream: every arm and generation starts from the same states

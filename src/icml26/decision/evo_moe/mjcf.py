@@ -117,6 +117,8 @@ class MorphReachMujocoEnv(_gym().Env):  # type: ignore[misc]
         a = np.clip(np.asarray(action, dtype=float), -1.0, 1.0)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError("action contains NaN or infinity")
         self.data.ctrl[:] = a
         self._mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
         self._t += 1

@@ -106,6 +106,8 @@ class PlanarChainVecEnv:
     def step(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
         if action.shape != (self.n_envs, ACT_DIM):
             raise ValueError(f"action must have shape ({self.n_envs}, {ACT_DIM}), got {tuple(action.shape)}")
+        if not bool(torch.isfinite(action).all()):  # a diverged policy: stop here, not with NaN bodies later
+            raise ValueError("action contains NaN or infinity")
         a = action.clamp(-1.0, 1.0)
         torque = self.signs * self.gains * a
         self.omega = self.omega + DT * (torque - DAMPING * self.omega) / self.inertia
