@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import icml26._core.fmt  # noqa: F401  (the name the fake package exports: a submodule is an attribute once imported)
 from icml26._core.lazy import lazy_exports
 
 
