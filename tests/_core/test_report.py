@@ -299,16 +299,22 @@ def test_tally_tells_8_of_10_from_0_of_10(verdicts, level):
     assert sum(m["width"] for m in t["meter"]) == pytest.approx(100)
 
 
-def test_top_table_lists_implemented_papers_first_and_links_the_others(tiny):
+def test_top_table_lists_implemented_papers_first_and_links_the_others(tiny, monkeypatch):
+    import icml26.registry
+
+    planned = PAPERS[0]  # every paper is implemented now: pretend the first registered one is not
+    real = icml26.registry.is_implemented
+    monkeypatch.setattr(icml26.registry, "is_implemented", lambda slug: slug != planned.slug and real(slug))
     card = card_at(tiny)
     card["verdict"] = "not_reproduced"
     put(tiny, card)
     html = render_html(load_cards(tiny))
     check_html(html)
     body = html.split("<tbody>", 2)[2]
-    first_planned = body.index("<td>planned</td>")
-    assert body.index("Tiny: more samples") < first_planned
-    assert all(body.index(f">{e.title}<") > first_planned for e in PAPERS if "planned" in e.title.lower())
+    rows = re.findall(r"<tr><td>[^<]*</td><td>([^<]*)</td><td>(implemented|planned)</td>", body)
+    assert len(rows) >= len(PAPERS) and rows[-1] == (planned.title, "planned")  # last, after every implemented one
+    assert [status for _, status in rows[:-1]] == ["implemented"] * (len(rows) - 1)
+    assert "Tiny: more samples" in body.split("<td>planned</td>")[0]
     assert '<a href="#tiny-C2">C2</a> (not reproduced)' in html
     assert re.search(r'class="badge l-(some|none|most)">\d of 2 claims reproduced', html)
 
