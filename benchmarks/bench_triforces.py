@@ -12,8 +12,10 @@ Rows (ratio = ours / anchor in structures per second; > 1 when ours is faster):
 2. The full TriForces encoder (three streams) against the same PyG SchNet: the price of the two extra streams.
 3. End to end from positions: ours builds the graph (numpy, per structure) inside the timed call, PyG gets a
    pure-torch O(N^2) radius graph inside its forward.
+4. End to end against ASE's EMT calculator, the physics model whose labels the potential learns (pure Python, one
+   structure at a time): what a learned potential costs against its labeller at this size.
 
-torch-geometric is a benchmark-only dependency; without it the rows are skipped.
+torch-geometric is a benchmark-only dependency (the ``bench`` extra); without it only row 4 runs.
 
     .venv/bin/python benchmarks/bench_triforces.py [tiny|quick|full]
 """
@@ -78,6 +80,16 @@ def pyg_model(edges: torch.Tensor | None):
     ).eval()
 
 
+def _emt_energy_forces(atoms_list: list) -> None:
+    from ase.calculators.emt import EMT
+
+    for atoms in atoms_list:
+        atoms = atoms.copy()  # a fresh calculator on a copy: nothing cached between repeats, the inputs untouched
+        atoms.calc = EMT()
+        atoms.get_potential_energy()
+        atoms.get_forces()
+
+
 def _pyg_energy_forces(model, z: torch.Tensor, pos: torch.Tensor, batch: torch.Tensor) -> None:
     pos = pos.detach().requires_grad_(True)
     energy = model(z, pos, batch)
@@ -87,29 +99,36 @@ def _pyg_energy_forces(model, z: torch.Tensor, pos: torch.Tensor, batch: torch.T
 @single_torch_thread()
 def rows(size: str) -> list[BenchRow]:
     try:
-        import torch_geometric  # noqa: F401
+        import torch_geometric
     except ImportError:
-        return []
+        torch_geometric = None
     n, repeat = SIZES[size]
     atoms = clusters(n)
     structures = [from_ase(a, CUTOFF) for a in atoms]
     batch = AtomsBatch.collate(structures)
-    edges = batch.edges.flip(0)  # PyG messages flow from edge_index[0] (source j) to edge_index[1] (target i)
-    backbone, tri = ours_model(False), ours_model(True)
-    pyg, pyg_radius = pyg_model(edges), pyg_model(None)
-    t = interleaved_medians(
-        {
+    backbone = ours_model(False)
+    timed = {
+        "ours_e2e": lambda: backbone(AtomsBatch.collate([from_ase(a, CUTOFF) for a in atoms]), forces=True),
+        "emt": lambda: _emt_energy_forces(atoms),
+    }
+    if torch_geometric is not None:
+        edges = batch.edges.flip(0)  # PyG messages flow from edge_index[0] (source j) to edge_index[1] (target i)
+        tri, pyg, pyg_radius = ours_model(True), pyg_model(edges), pyg_model(None)
+        timed |= {
             "ours": lambda: backbone(batch, forces=True),
             "triforces": lambda: tri(batch, forces=True),
             "pyg": lambda: _pyg_energy_forces(pyg, batch.z, batch.pos, batch.batch),
-            "ours_e2e": lambda: backbone(AtomsBatch.collate([from_ase(a, CUTOFF) for a in atoms]), forces=True),
             "pyg_e2e": lambda: _pyg_energy_forces(pyg_radius, batch.z, batch.pos, batch.batch),
-        },
-        repeat=repeat,
-    )
+        }
+    t = interleaved_medians(timed, repeat=repeat)
     rate = {k: n / v for k, v in t.items()}
     workload = f"energy+forces, {n} clusters x ~30 atoms, hidden {HIDDEN}, {N_INTERACTIONS} interactions"
     common = dict(unit="structures/s", better="higher", threads=1)
+    emt = BenchRow("triforces", workload + ", graph included", "ASE EMT (the labeller)", rate["ours_e2e"],
+                   rate["emt"], ours_name="SchNet backbone + our graph", notes="EMT: pure Python, one structure at a "
+                   "time, a fresh calculator each", **common)  # fmt: skip
+    if torch_geometric is None:
+        return [emt]
     return [
         BenchRow("triforces", workload, "PyG SchNet (same graph)", rate["ours"], rate["pyg"], ours_name="SchNet "
                  "backbone (ours)", notes="same precomputed radius graph for both", **common),
@@ -119,6 +138,7 @@ def rows(size: str) -> list[BenchRow]:
         BenchRow("triforces", workload + ", graph included", "PyG SchNet + torch cdist radius graph",
                  rate["ours_e2e"], rate["pyg_e2e"], ours_name="SchNet backbone + our graph",
                  notes="ours: ASE Atoms -> checked structure -> numpy radius graph per structure", **common),
+        emt,
     ]  # fmt: skip
 
 
