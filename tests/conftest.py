@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -23,6 +24,16 @@ def _seed_everything() -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.manual_seed(0)
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread for the test; a module opts in with ``pytestmark = pytest.mark.usefixtures(
+    "one_torch_thread")`` (the suite shares two cores, and small tensors only lose time to thread start-up)."""
+    from icml26._core import single_torch_thread
+
+    with single_torch_thread():
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -47,12 +47,7 @@ D = torch.float64
 unit = st.floats(1e-6, 1 - 1e-6)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def pure_drift(c: float = 1.5) -> InteractionEnergy:

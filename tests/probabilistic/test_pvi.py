@@ -48,12 +48,7 @@ sr = pytest.importorskip("scoringrules")
 finite = st.floats(-50, 50, allow_nan=False, width=32)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ---------------------------------------------------------------------------------------------- scoring rules

@@ -40,13 +40,7 @@ from icml26.probabilistic.tilt_matching import (
 )
 from icml26.probabilistic.tilt_matching.flow import interpolate
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ------------------------------------------------------------------------------------------ closed-form flow

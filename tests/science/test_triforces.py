@@ -45,12 +45,7 @@ CUTOFF = 4.0
 TINY = {"hidden": 16, "n_interactions": 2, "comp_dim": 16, "struct_dim": 16, "out_dim": 16, "n_radial": 4}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _alloy(seed: int, **kw):

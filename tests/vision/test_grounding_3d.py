@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from icml26._core import single_torch_thread
 from icml26.vision.grounding_3d import (
     DecomposedSpectralGeometry,
     FourierRelPos,
@@ -33,11 +32,7 @@ from icml26.vision.grounding_3d.model import RELATIONS
 from icml26.vision.grounding_3d.proposals import DetectorNoise, propose
 from icml26.vision.grounding_3d.vocab import FAMILIES, FAMILY_WORDS, PARTNER, Vocabulary
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    with single_torch_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _batch(data, idx):
