@@ -374,3 +374,18 @@ def test_matched_hidden_is_the_brute_force_closest_width(target, in_dim, out_dim
 
     best = min(abs(count(h) - target) for h in range(1, 400))
     assert abs(count(matched_hidden(target, in_dim, out_dim)) - target) == best
+
+
+def test_policies_refuse_numpy_and_nan_inputs_with_one_clear_error():
+    import numpy as np
+
+    moe = LatentGatedMoEPolicy(obs_dim=6, act_dim=3, z_dim=8)
+    mono = MonolithicPolicy(obs_dim=6, act_dim=3, z_dim=8, hidden=16)
+    obs, z = torch.randn(5, 6), torch.randn(5, 8)
+    for policy in (moe, mono):
+        with pytest.raises(TypeError, match="torch tensors"):
+            policy(obs.numpy(), z.numpy())
+        with pytest.raises(ValueError, match="finite"):
+            policy(obs, torch.full((5, 8), float("nan")))
+        with pytest.raises(ValueError, match="finite"):
+            policy(torch.full((5, 6), np.inf), z)

@@ -85,12 +85,17 @@ class SingleExpert(nn.Module):
 
 
 def _check_inputs(obs: torch.Tensor, z: torch.Tensor, obs_dim: int, z_dim: int) -> None:
+    if not (isinstance(obs, torch.Tensor) and isinstance(z, torch.Tensor)):
+        raise TypeError(f"obs and z must be torch tensors (torch.as_tensor(...)), got {type(obs).__name__}, "
+                        f"{type(z).__name__}")  # fmt: skip
     if obs.dim() != 2 or obs.shape[1] != obs_dim:
         raise ValueError(f"obs must have shape (B, {obs_dim}), got {tuple(obs.shape)}")
     if z.dim() != 2 or z.shape != (obs.shape[0], z_dim):
         raise ValueError(
             f"z must have shape ({obs.shape[0]}, {z_dim}) (one latent per observation), got {tuple(z.shape)}"
         )
+    if not (torch.isfinite(obs).all() and torch.isfinite(z).all()):
+        raise ValueError("obs and z must be finite (NaN or inf would give NaN actions and gate weights)")
 
 
 class LatentGatedMoEPolicy(nn.Module):
